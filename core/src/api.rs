@@ -1,0 +1,216 @@
+//! The string-in, string-out surface every binding forwards to: one function per operation, each taking
+//! its request as JSON text and returning its answer as JSON text.
+//!
+//! The WIT world and the npm module expose exactly these operations, so the three hosts decide with the
+//! same code on the same bytes. The formats are documented on the request and answer types.
+
+use crate::cell::{Cell, STATE_FILES};
+use crate::context::{ContextInput, detect};
+use crate::envelope::{RenderInput, render};
+use crate::error::{CoreError, error_codes};
+use crate::lock;
+use crate::scope::scope_for;
+use crate::time::UnixMs;
+use serde::Deserialize;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// Every operation [`invoke`] understands, in WIT order.
+pub const OPS: [&str; 13] = [
+    "scope-for",
+    "store-spec",
+    "cell-path",
+    "detect-context",
+    "lock-acquire",
+    "lock-renew",
+    "lock-release",
+    "lock-read",
+    "lock-break",
+    "fence-check",
+    "render",
+    "error-codes",
+    "cell-files",
+];
+
+/// Runs operation `op` on the JSON request `input` and returns the JSON answer.
+///
+/// A refusal (`LOCK_HELD`, ...) is an `Err` with its code; a request that does not parse is `INTERNAL`
+/// (the host broke the contract). Never panics on any input.
+pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
+    match op {
+        "scope-for" => run(op, input, |r: ScopeForRequest| Ok(json!({ "scope": scope_for(&r.branch, r.pr, r.default_branch.as_deref()) }))),
+        "store-spec" => run(op, input, |r: StoreSpecRequest| store_spec(&r)),
+        "cell-path" => run(op, input, |r: CellPathRequest| cell_path(&r.env, &r.scope)),
+        "detect-context" => run(op, input, |r: ContextInput| detect(&r)),
+        "lock-acquire" => run(op, input, |r: AcquireRequest| lock::acquire(&r.cell, &r.holder, r.ttl_ms, r.now_ms)),
+        "lock-renew" => run(op, input, |r: RenewRequest| lock::renew(&r.cell, &r.holder, r.epoch, r.ttl_ms, r.now_ms)),
+        "lock-release" => run(op, input, |r: ReleaseRequest| Ok(lock::release(&r.cell, &r.holder, r.epoch))),
+        "lock-read" => run(op, input, |r: ReadRequest| Ok(json!({ "lock": lock::read(&r.cell, r.now_ms)? }))),
+        "lock-break" => run(op, input, |r: BreakRequest| lock::break_lock(&r.cell, &r.holder, r.ttl_ms, r.now_ms, &r.reason)),
+        "fence-check" => run(op, input, |r: FenceRequest| Ok(json!({ "lock": lock::check_fence(&r.cell, &r.holder, r.epoch)? }))),
+        "render" => run(op, input, |r: RenderInput| Ok(render(r))),
+        "error-codes" => Ok(to_json(&error_codes())),
+        "cell-files" => Ok(to_json(&STATE_FILES)),
+        other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
+    }
+}
+
+fn run<Req: DeserializeOwned, Ans: Serialize>(
+    op: &str,
+    input: &str,
+    f: impl FnOnce(Req) -> Result<Ans, CoreError>,
+) -> Result<String, CoreError> {
+    let req = serde_json::from_str(input)
+        .map_err(|e| CoreError::internal(format!("invalid request for `{op}`: {e}")).with("op", op))?;
+    f(req).map(|a| to_json(&a))
+}
+
+fn to_json<T: Serialize + ?Sized>(v: &T) -> String {
+    // Serialising our own types (string keys, finite numbers) cannot fail.
+    serde_json::to_string(v).unwrap_or_else(|e| format!("{{\"serializeError\":{:?}}}", e.to_string()))
+}
+
+/// `scope-for`: `{branch, pr?, defaultBranch?}` -> `{scope}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ScopeForRequest {
+    branch: String,
+    #[serde(default)]
+    pr: Option<u64>,
+    #[serde(default)]
+    default_branch: Option<String>,
+}
+
+/// `store-spec`: `{spec?, repoRoot?, cwd}` -> `{kind: "dir", path, source}`: which store a command uses.
+/// `spec` is `--store` or `BATON_STORE` (the host passes the first non-blank); without one the store is the
+/// embedded default, `.baton` at the repository root, or in `cwd` outside a repository.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StoreSpecRequest {
+    #[serde(default)]
+    spec: Option<String>,
+    #[serde(default)]
+    repo_root: Option<String>,
+    cwd: String,
+}
+
+fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
+    let spec = r.spec.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let Some(spec) = spec else {
+        let base = r.repo_root.as_deref().filter(|s| !s.is_empty()).unwrap_or(&r.cwd);
+        return Ok(json!({ "kind": "dir", "path": format!("{}/.baton", base.trim_end_matches('/')), "source": "default" }));
+    };
+    match spec.split_once(':') {
+        Some(("dir", path)) if !path.trim().is_empty() => {
+            let path = path.trim();
+            let path = if path.starts_with('/') { path.to_owned() } else { format!("{}/{}", r.cwd.trim_end_matches('/'), path) };
+            Ok(json!({ "kind": "dir", "path": path, "source": "spec" }))
+        }
+        _ => Err(CoreError::usage(format!(
+            "unknown store `{spec}`: use dir:<path> (a directory on this machine, shared by every process that uses it)"
+        ))
+        .with("store", spec)),
+    }
+}
+
+/// `cell-path`: `{env, scope}` -> `{dir, ref}`: the cell's directory in a dir store (`env/scope`, segments
+/// encoded by [`crate::names::path_segment`]) and its ref suffix in a git store ([`crate::names::ref_segment`]).
+/// `USAGE` for a name that is not valid, before any host touches a file.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CellPathRequest {
+    env: String,
+    scope: String,
+}
+
+fn cell_path(env: &str, scope: &str) -> Result<serde_json::Value, CoreError> {
+    use crate::names::{path_segment, ref_segment};
+    crate::scope::validate_name("env", env)?;
+    crate::scope::validate_name("scope", scope)?;
+    Ok(json!({
+        "dir": format!("{}/{}", path_segment(env), path_segment(scope)),
+        "ref": format!("{}/{}", ref_segment(env), ref_segment(scope)),
+    }))
+}
+
+/// `lock-acquire`: `{cell, holder, ttlMs, nowMs}` -> `{changes, lock, preempted}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AcquireRequest {
+    cell: Cell,
+    holder: String,
+    ttl_ms: u64,
+    now_ms: UnixMs,
+}
+
+/// `lock-renew`: `{cell, holder, epoch, ttlMs, nowMs}` -> `{changes, lock, preempted: null}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RenewRequest {
+    cell: Cell,
+    holder: String,
+    epoch: u64,
+    ttl_ms: u64,
+    now_ms: UnixMs,
+}
+
+/// `lock-release`: `{cell, holder, epoch?}` -> `{changes, released, current}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReleaseRequest {
+    cell: Cell,
+    holder: String,
+    #[serde(default)]
+    epoch: Option<u64>,
+}
+
+/// `lock-read`: `{cell, nowMs}` -> `{lock: {..., expired} | null}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReadRequest {
+    cell: Cell,
+    now_ms: UnixMs,
+}
+
+/// `lock-break`: `{cell, holder, ttlMs, nowMs, reason}` -> `{changes, lock, preempted}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct BreakRequest {
+    cell: Cell,
+    holder: String,
+    ttl_ms: u64,
+    now_ms: UnixMs,
+    reason: String,
+}
+
+/// `fence-check`: `{cell, holder, epoch}` -> `{lock}` or `LOCK_LOST`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FenceRequest {
+    cell: Cell,
+    holder: String,
+    epoch: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    #[test]
+    fn every_op_answers_garbage_with_an_error_not_a_panic() {
+        for op in OPS {
+            for input in ["", "{", "null", "[]", "{\"cell\":1}"] {
+                let _ = invoke(op, input);
+            }
+        }
+        assert_eq!(invoke("nope", "{}").unwrap_err().code, ErrorCode::Internal);
+        assert_eq!(invoke("lock-acquire", "{").unwrap_err().code, ErrorCode::Internal);
+    }
+
+    #[test]
+    fn scope_for_round_trip() {
+        assert_eq!(invoke("scope-for", r#"{"branch":"feat/x","pr":null}"#).unwrap(), r#"{"scope":"branch-feat-x"}"#);
+    }
+}

@@ -1,0 +1,81 @@
+//! Cells: the unit of atomic change in every store.
+//!
+//! A host loads a cell snapshot (the files named in [`STATE_FILES`] that exist), asks the core for a
+//! decision, and commits the returned [`Change`]s only if the cell is unchanged since the load (a per-cell
+//! mutex in the dir store, a compare-and-swap on a ref in git). On a conflict it reloads and asks again.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The lock record of the cell.
+pub const LOCK_FILE: &str = "lock.json";
+/// The highest epoch ever granted on the cell; survives the release that deletes `lock.json`.
+pub const EPOCH_FILE: &str = "epoch.json";
+/// The files a host loads into a snapshot (the ones that exist).
+pub const STATE_FILES: [&str; 2] = [LOCK_FILE, EPOCH_FILE];
+
+/// A snapshot of one cell as the host loaded it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Cell {
+    /// The environment (`preview`, `production`, `_locks` for parent objects).
+    pub env: String,
+    /// The scope within the environment.
+    pub scope: String,
+    /// File name -> UTF-8 content, for the files that exist. A file that is not valid UTF-8 is passed
+    /// lossily converted; it then fails to parse and is reported as corrupt.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+}
+
+impl Cell {
+    /// `env/scope`, as messages name the cell.
+    pub fn label(&self) -> String {
+        format!("{}/{}", self.env, self.scope)
+    }
+
+    /// Applies a change set to this snapshot, as a store commits it (fakes, simulations, tests).
+    pub fn apply(&mut self, changes: &[Change]) {
+        for change in changes {
+            match change {
+                Change::Write { file, content } => {
+                    self.files.insert(file.clone(), content.clone());
+                }
+                Change::Delete { file } => {
+                    self.files.remove(file);
+                }
+            }
+        }
+    }
+
+    /// The content of `file`, if it exists.
+    pub fn file(&self, file: &str) -> Option<&str> {
+        self.files.get(file).map(String::as_str)
+    }
+}
+
+/// One change to a cell file. A change set is applied in order; hosts make each write atomic
+/// (temp file + rename) and the whole set atomic with respect to other transactions on the cell.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(tag = "op", rename_all = "camelCase")]
+pub enum Change {
+    /// Replace (or create) `file` with `content`.
+    Write {
+        /// File name within the cell.
+        file: String,
+        /// New content.
+        content: String,
+    },
+    /// Delete `file` if it exists.
+    Delete {
+        /// File name within the cell.
+        file: String,
+    },
+}
+
+/// Serialises a JSON document the way the original tool does: two-space indent and a trailing newline.
+pub fn to_file_json<T: Serialize>(value: &T) -> String {
+    let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|_| String::from("null"));
+    s.push('\n');
+    s
+}

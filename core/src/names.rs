@@ -1,0 +1,79 @@
+//! Encoding of environment and scope names into store paths and git ref segments.
+//!
+//! Both encodings are injective over valid names (see [`crate::scope::validate_name`]) and can never
+//! produce a path that leaves the store: a name that would be special (`.`, `..`, hidden, `x.lock`, ...)
+//! is written as `=` followed by the lowercase hex of its UTF-8 bytes, and `=` never occurs in a valid name.
+
+/// The directory name of `name` in a dir store. Valid names map to themselves (the original layout),
+/// except the empty name, `.`, `..` and names starting with `.`, which are `=hex`-encoded.
+pub fn path_segment(name: &str) -> String {
+    if name.is_empty() || name.starts_with('.') || name.contains('/') || name.contains('\\') {
+        hex_segment(name)
+    } else {
+        name.to_owned()
+    }
+}
+
+/// The git ref segment of `name`: the original `refSeg` rule. Empty, leading or trailing `.`, a trailing
+/// `.lock` or any `..` are `=hex`-encoded; everything else maps to itself.
+pub fn ref_segment(name: &str) -> String {
+    if name.is_empty()
+        || name.starts_with('.')
+        || name.ends_with('.')
+        || name.ends_with(".lock")
+        || name.contains("..")
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    {
+        hex_segment(name)
+    } else {
+        name.to_owned()
+    }
+}
+
+/// Decodes a segment made by [`path_segment`] or [`ref_segment`]; `None` if it is not a valid encoding.
+pub fn decode_segment(seg: &str) -> Option<String> {
+    let Some(hex) = seg.strip_prefix('=') else {
+        return Some(seg.to_owned());
+    };
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+fn hex_segment(name: &str) -> String {
+    let mut out = String::with_capacity(1 + name.len() * 2);
+    out.push('=');
+    for b in name.bytes() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_names_are_kept_and_special_ones_encoded() {
+        assert_eq!(path_segment("pr-42"), "pr-42");
+        assert_eq!(path_segment(".."), "=2e2e");
+        assert_eq!(path_segment(".hidden"), "=2e68696464656e");
+        assert_eq!(ref_segment("x.lock"), "=782e6c6f636b");
+        assert_eq!(ref_segment("trailing."), "=747261696c696e672e");
+        assert_eq!(ref_segment("a..b"), "=612e2e62");
+        assert_eq!(ref_segment("branch-feat-x"), "branch-feat-x");
+    }
+
+    #[test]
+    fn encodings_round_trip() {
+        for n in ["pr-1", "..", ".", "", "x.lock", "a..b", ".hidden", "Feature"] {
+            assert_eq!(decode_segment(&path_segment(n)).as_deref(), Some(n));
+            assert_eq!(decode_segment(&ref_segment(n)).as_deref(), Some(n));
+        }
+    }
+}
