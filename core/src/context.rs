@@ -53,6 +53,9 @@ pub struct Overrides {
     pub pr: Option<Value>,
     /// The repository's default branch.
     pub default_branch: Option<String>,
+    /// The scope itself (`--scope`), when the caller names it instead of deriving it. With a named scope
+    /// the branch is not required and git is never asked.
+    pub scope: Option<String>,
 }
 
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
@@ -79,8 +82,8 @@ pub struct GitFacts {
 pub struct Context {
     /// The environment (`preview` unless named).
     pub env: String,
-    /// The branch.
-    pub branch: String,
+    /// The branch; `null` only when the scope was named (`--scope`, `BATON_SCOPE`) and no source knew it.
+    pub branch: Option<String>,
     /// The commit, when known.
     pub sha: Option<String>,
     /// The pull request number, or `null` for none.
@@ -227,8 +230,11 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
         acc.pr(Some(positive_int(vars.get("BITBUCKET_PR_ID"))));
     }
 
+    // A named scope (`--scope`, then `BATON_SCOPE`, which `baton run` exports) needs no branch.
+    let named_scope = o.scope.as_deref().map(str::trim).filter(|s| !s.is_empty()).or_else(|| vars.get("BATON_SCOPE"));
+
     // 7. Local git, the last resort.
-    if acc.branch.is_none() || acc.sha.is_none() {
+    if named_scope.is_none() && (acc.branch.is_none() || acc.sha.is_none()) {
         let Some(git) = &input.git else {
             return Ok(Detection::NeedsGit { ask_pr: acc.branch.is_none() && acc.pr.is_none() });
         };
@@ -251,11 +257,16 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
 
     let env = acc.env.unwrap_or_else(|| DEFAULT_ENV.to_owned());
     validate_name("env", &env)?;
-    let branch = acc.branch.unwrap_or_default();
     let pr = acc.pr.flatten();
-    let scope = scope_for(&branch, pr, acc.default_branch.as_deref());
+    let scope = match named_scope {
+        Some(s) => {
+            validate_name("scope", s)?;
+            s.to_owned()
+        }
+        None => scope_for(acc.branch.as_deref().unwrap_or_default(), pr, acc.default_branch.as_deref()),
+    };
     Ok(Detection::Detected {
-        context: Context { env, branch, sha: acc.sha, pr, default_branch: acc.default_branch, scope },
+        context: Context { env, branch: acc.branch, sha: acc.sha, pr, default_branch: acc.default_branch, scope },
     })
 }
 
@@ -329,7 +340,7 @@ mod tests {
     #[test]
     fn overrides_beat_variables() {
         let c = ctx(json!({"overrides": {"branch": "a", "pr": "7"}, "vars": {"BATON_CTX_BRANCH": "b", "GITHUB_HEAD_REF": "c"}, "git": {}}));
-        assert_eq!((c.branch.as_str(), c.pr, c.scope.as_str()), ("a", Some(7), "pr-7"));
+        assert_eq!((c.branch.as_deref(), c.pr, c.scope.as_str()), (Some("a"), Some(7), "pr-7"));
     }
 
     #[test]
@@ -346,6 +357,15 @@ mod tests {
         assert_eq!(run(json!({"overrides": {"branch": "x"}})).unwrap(), Detection::NeedsGit { ask_pr: false });
         let c = ctx(json!({"overrides": {"branch": "x", "sha": "abc"}}));
         assert_eq!(c.scope, "branch-x");
+    }
+
+    #[test]
+    fn a_named_scope_needs_no_branch() {
+        let c = ctx(json!({"overrides": {"scope": "pr-9"}, "vars": {"BATON_SCOPE": "pr-1", "BATON_ENV": "staging"}}));
+        assert_eq!((c.scope.as_str(), c.branch, c.env.as_str()), ("pr-9", None, "staging"));
+        let c = ctx(json!({"vars": {"BATON_SCOPE": "pr-1"}}));
+        assert_eq!(c.scope, "pr-1");
+        assert_eq!(run(json!({"overrides": {"scope": "a/b"}})).unwrap_err().code, ErrorCode::Usage);
     }
 
     #[test]
