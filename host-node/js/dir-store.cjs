@@ -1,0 +1,166 @@
+'use strict';
+/**
+ * The dir store (`dir:<path>`, docs/dir-store.md): one directory per cell, one mutex-protected transaction
+ * per operation. The core makes every decision; this file loads snapshots and commits the changes.
+ */
+const fs = require('node:fs/promises');
+const path = require('node:path');
+const { randomBytes } = require('node:crypto');
+const { BatonError } = require('./errors.cjs');
+const { call, hostError } = require('./core.cjs');
+const { takeMutex, releaseMutex, DEFAULT_WAIT_MS } = require('./mutex.cjs');
+const { repoRoot } = require('./git.cjs');
+
+/** A BatonError for a failed file operation: STORE_PERMISSION when access is denied, INTERNAL otherwise. */
+function ioError(e) {
+  if (e instanceof BatonError) return e;
+  const denied = ['EACCES', 'EPERM', 'EROFS'].includes(e && e.code);
+  return hostError(
+    denied ? 'STORE_PERMISSION' : 'INTERNAL',
+    `The dir store failed: ${e && e.message ? e.message : String(e)}`,
+    { errno: e && e.code, path: e && e.path },
+    e,
+  );
+}
+
+/** Reads the state files that exist, as UTF-8 (invalid bytes become U+FFFD, which the core reports). */
+async function loadFiles(cellDir) {
+  const files = {};
+  for (const name of call('cell-files', {})) {
+    try {
+      files[name] = (await fs.readFile(path.join(cellDir, name))).toString('utf8');
+    } catch (e) {
+      if (e.code !== 'ENOENT') throw e;
+    }
+  }
+  return files;
+}
+
+/** Commits a change set in order (temp file, fsync, rename; unlink), then fsyncs the cell directory. */
+async function applyChanges(cellDir, changes) {
+  for (const change of changes) {
+    const target = path.join(cellDir, change.file);
+    if (change.op === 'write') {
+      const tmp = `${target}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`;
+      const fh = await fs.open(tmp, 'w');
+      try {
+        await fh.writeFile(change.content, 'utf8');
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await fs.rename(tmp, target);
+    } else if (change.op === 'delete') {
+      await fs.unlink(target).catch((e) => {
+        if (e.code !== 'ENOENT') throw e;
+      });
+    } else {
+      throw new Error(`unknown change ${JSON.stringify(change)}`);
+    }
+  }
+  if (changes.length > 0) {
+    const dir = await fs.open(cellDir, 'r');
+    try {
+      await dir.sync();
+    } finally {
+      await dir.close();
+    }
+  }
+}
+
+/**
+ * One transaction on the cell `env/scope` of the store at `root`: take the cell mutex, load the snapshot,
+ * read the clock, ask `decide(cell, nowMs)` (a core call), commit the answer's `changes`, release the mutex
+ * on every path. Returns the answer. Every cell operation (and later every fenced write) goes through here.
+ * @param {string} root
+ * @param {{env: string, scope: string, waitMs?: number}} target
+ * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
+ */
+async function transact(root, { env, scope, waitMs }, decide) {
+  const cellDir = path.join(root, call('cell-path', { env, scope }).dir);
+  let mutex;
+  try {
+    await fs.mkdir(cellDir, { recursive: true });
+    mutex = await takeMutex(cellDir, { env, scope, waitMs });
+    const cell = { env, scope, files: await loadFiles(cellDir) };
+    const answer = decide(cell, Date.now());
+    await applyChanges(cellDir, answer.changes ?? []);
+    return answer;
+  } catch (e) {
+    throw ioError(e);
+  } finally {
+    if (mutex) await releaseMutex(mutex).catch(() => {});
+  }
+}
+
+/** The wait bound for a mutex: the option, else BATON_MUTEX_WAIT_MS, else 30 s. */
+function waitBound(option) {
+  if (option !== undefined) return option;
+  const fromEnv = Number(process.env.BATON_MUTEX_WAIT_MS);
+  return process.env.BATON_MUTEX_WAIT_MS && Number.isFinite(fromEnv) && fromEnv >= 0 ? fromEnv : DEFAULT_WAIT_MS;
+}
+
+/** A dir store. Obtain one with `openStore`; every method is one transaction on one cell. */
+class DirStore {
+  #waitMs;
+
+  constructor(root, waitMs) {
+    /** The kind of store. */
+    this.kind = 'dir';
+    /** The store's root directory. */
+    this.path = root;
+    this.#waitMs = waitMs;
+  }
+
+  /** One transaction calling core `op` with `request(cell, nowMs)`. */
+  #run(env, scope, op, request) {
+    return transact(this.path, { env, scope, waitMs: this.#waitMs }, (cell, nowMs) => call(op, request(cell, nowMs)));
+  }
+
+  /** Acquires the lock of a cell (taking over an expired one, returned as `preempted`); LOCK_HELD if live. */
+  async acquireLock({ env, scope, holder, ttlMs }) {
+    const a = await this.#run(env, scope, 'lock-acquire', (cell, nowMs) => ({ cell, holder, ttlMs, nowMs }));
+    return { lock: a.lock, preempted: a.preempted };
+  }
+
+  /** Extends the holder's lease to now + ttlMs; LOCK_LOST if it is not held by `holder` at `epoch`. */
+  async renewLock({ env, scope, holder, epoch, ttlMs }) {
+    const a = await this.#run(env, scope, 'lock-renew', (cell, nowMs) => ({ cell, holder, epoch, ttlMs, nowMs }));
+    return { lock: a.lock };
+  }
+
+  /** Releases the lock if `holder` holds it (at `epoch` when given); otherwise reports what is there. */
+  async releaseLock({ env, scope, holder, epoch }) {
+    const a = await this.#run(env, scope, 'lock-release', (cell) => ({ cell, holder, epoch: epoch ?? null }));
+    return { released: a.released, current: a.current };
+  }
+
+  /** The lock of a cell with its `expired` flag, or null; LOCK_CORRUPT when it cannot be read. */
+  async readLock({ env, scope }) {
+    return (await this.#run(env, scope, 'lock-read', (cell, nowMs) => ({ cell, nowMs }))).lock;
+  }
+
+  /** Takes the lock over on purpose, whatever is there, recording `reason`; the old lock is `preempted`. */
+  async breakLock({ env, scope, holder, ttlMs, reason }) {
+    const a = await this.#run(env, scope, 'lock-break', (cell, nowMs) => ({ cell, holder, ttlMs, nowMs, reason }));
+    return { lock: a.lock, preempted: a.preempted };
+  }
+}
+
+/**
+ * Opens the store named by `spec` (`dir:<path>`), else by BATON_STORE, else `.baton/` at the git root of
+ * `cwd` (or in `cwd` outside a repository). Git is asked only when no store is named. Throws USAGE for an
+ * unknown store.
+ * @param {string} [spec]
+ * @param {{cwd?: string, mutexWaitMs?: number}} [opts]
+ */
+function openStore(spec, opts = {}) {
+  const cwd = path.resolve(opts.cwd ?? process.cwd());
+  const named = [spec, process.env.BATON_STORE].find((s) => typeof s === 'string' && s.trim() !== '');
+  let answer = call('store-spec', { spec: named ?? null, repoRoot: null, cwd });
+  if (answer.source === 'default') answer = call('store-spec', { spec: null, repoRoot: repoRoot(cwd), cwd });
+  if (answer.kind !== 'dir') throw hostError('USAGE', `this package cannot open a ${answer.kind} store yet`, { store: named });
+  return new DirStore(answer.path, waitBound(opts.mutexWaitMs));
+}
+
+module.exports = { openStore, transact, DirStore };
