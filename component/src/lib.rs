@@ -43,6 +43,9 @@ impl Guest for Component {
     fn scope_for(branch: String, pr: Option<u64>, default_branch: Option<String>) -> String {
         baton_core::scope::scope_for(&branch, pr, default_branch.as_deref())
     }
+    fn store_spec(request: String) -> Result<String, Error> {
+        call("store-spec", request)
+    }
     fn cell_path(request: String) -> Result<String, Error> {
         call("cell-path", request)
     }

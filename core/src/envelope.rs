@@ -57,7 +57,7 @@ pub fn render(input: RenderInput) -> Rendered {
             env.insert("ok".into(), false.into());
             env.insert("command".into(), command);
             env.insert("error".into(), err.to_json());
-            let hint = err.code.hint().map(|h| format!(" {h}")).unwrap_or_default();
+            let hint = err.code.hint().filter(|h| !err.message.contains(h)).map(|h| format!(" {h}")).unwrap_or_default();
             Rendered { envelope: Value::Object(env), exit: err.code.exit_code(), text: Some(format!("error {}: {}{hint}", err.code, err.message)) }
         }
         None => {

@@ -59,6 +59,9 @@ pub struct LockView {
     pub lock: LockRecord,
     /// Whether it had expired at the `now` of the read.
     pub expired: bool,
+    /// Milliseconds from the `now` of the read until `expiresAt` (negative once expired).
+    #[serde(rename = "expiresInMs")]
+    pub expires_in_ms: i64,
 }
 
 /// A granted (or renewed) lock and the changes that record it.
@@ -237,10 +240,7 @@ pub fn release(cell: &Cell, holder: &str, epoch: Option<u64>) -> Release {
 
 /// Reads the lock with its `expired` flag at `now`; `LOCK_CORRUPT` when it cannot be read.
 pub fn read(cell: &Cell, now: UnixMs) -> Result<Option<LockView>, CoreError> {
-    Ok(parse_lock(cell)?.map(|lock| {
-        let expired = lock.expired(now);
-        LockView { lock, expired }
-    }))
+    Ok(parse_lock(cell)?.map(|lock| LockView { expired: lock.expired(now), expires_in_ms: lock.expires_ms().saturating_sub(now), lock }))
 }
 
 /// Takes the lock over on purpose, whatever is there (live, expired, corrupt or nothing), and records who

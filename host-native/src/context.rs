@@ -1,0 +1,135 @@
+//! Gathers what context detection needs (flags, the process environment, the GitHub event payload and,
+//! only when the core asks, facts from local git) and lets the core decide.
+
+use crate::engine::CoreComponent;
+use crate::error::HostError;
+use clap::Args;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The flags every command that works on a scope shares. Flags beat variables, variables beat defaults.
+#[derive(Args, Clone, Debug, Default)]
+pub struct ContextArgs {
+    /// Environment [default: BATON_CTX_ENV, then BATON_ENV, then preview]
+    #[arg(long, value_name = "ENV")]
+    pub env: Option<String>,
+    /// Scope to use instead of deriving it from branch and pull request [default: BATON_SCOPE]
+    #[arg(long, value_name = "SCOPE")]
+    pub scope: Option<String>,
+    /// Branch [default: BATON_CTX_BRANCH, CI variables, then `git rev-parse`]
+    #[arg(long, value_name = "BRANCH")]
+    pub branch: Option<String>,
+    /// Commit [default: BATON_CTX_SHA, CI variables, then `git rev-parse`]
+    #[arg(long, value_name = "SHA")]
+    pub sha: Option<String>,
+    /// Pull request number; an empty value means "not a pull request" [default: BATON_CTX_PR, CI variables]
+    #[arg(long, value_name = "N")]
+    pub pr: Option<String>,
+    /// The repository's default branch, whose runs get the scope `main` [default: from the CI event]
+    #[arg(long, value_name = "BRANCH")]
+    pub default_branch: Option<String>,
+}
+
+/// The process environment as a sorted map (values that are not UTF-8 are converted lossily).
+pub fn process_vars() -> BTreeMap<String, String> {
+    std::env::vars_os()
+        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
+        .collect()
+}
+
+/// Detects the context of this run through the core; see `baton_core::context` for the rules.
+pub fn detect(core: &mut CoreComponent, args: &ContextArgs) -> Result<Value, HostError> {
+    let vars = process_vars();
+    let event = vars
+        .get("GITHUB_EVENT_PATH")
+        .filter(|p| !p.trim().is_empty())
+        .and_then(|p| std::fs::read_to_string(p.trim()).ok())
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
+    let mut overrides = Map::new();
+    for (key, value) in [
+        ("env", &args.env),
+        ("scope", &args.scope),
+        ("branch", &args.branch),
+        ("sha", &args.sha),
+        ("pr", &args.pr),
+        ("defaultBranch", &args.default_branch),
+    ] {
+        if let Some(v) = value {
+            overrides.insert(key.into(), v.clone().into());
+        }
+    }
+    let mut request = json!({ "overrides": overrides, "vars": vars, "event": event });
+    let mut answer = core.invoke("detect-context", &request)?;
+    if answer["status"] == "needs-git" {
+        request["git"] = git_facts(answer["askPr"].as_bool().unwrap_or(false));
+        answer = core.invoke("detect-context", &request)?;
+    }
+    answer.get("context").cloned().ok_or_else(|| HostError::internal(format!("detect-context answered {answer}")))
+}
+
+/// `git rev-parse` facts, and `gh pr view` when `ask_pr`.
+fn git_facts(ask_pr: bool) -> Value {
+    let mut facts = Map::new();
+    match (git(&["rev-parse", "--abbrev-ref", "HEAD"]), git(&["rev-parse", "HEAD"])) {
+        (Ok(branch), sha) => {
+            facts.insert("branch".into(), branch.into());
+            if let Ok(sha) = sha {
+                facts.insert("sha".into(), sha.into());
+            }
+        }
+        (Err(e), _) => {
+            facts.insert("error".into(), e.into());
+        }
+    }
+    if ask_pr
+        && facts.contains_key("branch")
+        && let Some(n) = gh_pr_number()
+    {
+        facts.insert("pr".into(), n.into());
+    }
+    Value::Object(facts)
+}
+
+/// Runs `git args` and returns its trimmed stdout, or why it failed.
+pub fn git(args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .args(args)
+        .stdin(Stdio::null())
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
+}
+
+/// The pull request of the current branch according to `gh`, waiting at most 5 s.
+fn gh_pr_number() -> Option<u64> {
+    let mut child = Command::new("gh")
+        .args(["pr", "view", "--json", "number", "-q", ".number"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .env("GH_PROMPT_DISABLED", "1")
+        .spawn()
+        .ok()?;
+    let started = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => break,
+            Ok(None) if started.elapsed() < Duration::from_secs(5) => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    out.trim().parse::<u64>().ok().filter(|n| *n > 0)
+}

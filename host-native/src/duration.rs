@@ -1,0 +1,54 @@
+//! Human durations on the command line: `500ms`, `90s`, `15m`, `2h`.
+
+/// Parses a duration into milliseconds. A unit is required, so `15` is never mistaken for seconds or
+/// minutes.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: u64 = num.parse().map_err(|_| format!("`{s}` is not a duration: write e.g. 500ms, 90s, 15m or 2h"))?;
+    let factor = match unit {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "" => return Err(format!("`{s}` needs a unit: write e.g. {s}s or {s}m")),
+        _ => return Err(format!("`{s}` has an unknown unit `{unit}`: use ms, s, m or h")),
+    };
+    n.checked_mul(factor).ok_or_else(|| format!("`{s}` is too long"))
+}
+
+/// Formats milliseconds for people: `14m 59s`, `850ms`, `2h 5m`.
+pub fn human(ms: i64) -> String {
+    let ms = ms.max(0);
+    match ms {
+        0..1000 => format!("{ms}ms"),
+        1000..60_000 => format!("{}s", ms / 1000),
+        60_000..3_600_000 => format!("{}m {}s", ms / 60_000, (ms % 60_000) / 1000),
+        _ => format!("{}h {}m", ms / 3_600_000, (ms % 3_600_000) / 60_000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units_and_refuses_bare_numbers() {
+        assert_eq!(parse_duration("500ms"), Ok(500));
+        assert_eq!(parse_duration("90s"), Ok(90_000));
+        assert_eq!(parse_duration("15m"), Ok(900_000));
+        assert_eq!(parse_duration("2h"), Ok(7_200_000));
+        assert!(parse_duration("15").is_err());
+        assert!(parse_duration("m").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert!(parse_duration("-5s").is_err());
+    }
+
+    #[test]
+    fn formats_for_people() {
+        assert_eq!(human(850), "850ms");
+        assert_eq!(human(899_000), "14m 59s");
+        assert_eq!(human(7_500_000), "2h 5m");
+    }
+}

@@ -1,0 +1,141 @@
+//! The core component in wasmtime: every decision of the `baton` binary goes through here.
+//!
+//! The component bytes are embedded in the binary. Compiling them takes tens of milliseconds, so the
+//! compiled artifact is cached on disk (`$BATON_CACHE_DIR`, else `$XDG_CACHE_HOME/baton`, else
+//! `~/.cache/baton`), keyed by a hash of the component and of the engine configuration; a repeated
+//! `baton scope` then only maps the cached file (well under a millisecond).
+
+use crate::error::HostError;
+use serde_json::Value;
+use std::hash::{Hash, Hasher};
+use std::path::PathBuf;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, Store};
+
+mod bindings {
+    #![allow(missing_docs, unreachable_pub)] // generated from wit/baton.wit
+    wasmtime::component::bindgen!({ world: "core", path: "../wit" });
+}
+
+use bindings::Core;
+use bindings::exports::baton::core::decisions::Error as WitError;
+
+/// The component bytes this binary was built with.
+pub const COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/baton-core.component.wasm"));
+
+/// A loaded, instantiated core. Cheap to call (a few microseconds per decision).
+pub struct CoreComponent {
+    store: Store<()>,
+    core: Core,
+}
+
+impl CoreComponent {
+    /// Loads the embedded component, from the compile cache when possible.
+    pub fn load() -> Result<Self, HostError> {
+        Self::from_bytes(COMPONENT)
+    }
+
+    /// Loads a component from `bytes` (tests load the file built by `scripts/build-wasm.sh`).
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, HostError> {
+        let engine = Engine::new(&Config::new()).map_err(wasm_error)?;
+        let component = load_cached(&engine, bytes)?;
+        // The world has no imports, so an empty linker instantiates it; anything else fails here.
+        let linker = Linker::new(&engine);
+        let mut store = Store::new(&engine, ());
+        let core = Core::instantiate(&mut store, &component, &linker).map_err(wasm_error)?;
+        Ok(Self { store, core })
+    }
+
+    /// Runs core operation `op` (see `baton_core::api::OPS`) on a JSON request.
+    ///
+    /// A refusal of the core comes back as a [`HostError`] carrying the core's code and details.
+    pub fn invoke(&mut self, op: &str, request: &Value) -> Result<Value, HostError> {
+        let req = request.to_string();
+        let d = self.core.baton_core_decisions();
+        let s = &mut self.store;
+        let answer = match op {
+            "cell-path" => d.call_cell_path(s, &req),
+            "store-spec" => d.call_store_spec(s, &req),
+            "detect-context" => d.call_detect_context(s, &req),
+            "lock-acquire" => d.call_lock_acquire(s, &req),
+            "lock-renew" => d.call_lock_renew(s, &req),
+            "lock-release" => d.call_lock_release(s, &req),
+            "lock-read" => d.call_lock_read(s, &req),
+            "lock-break" => d.call_lock_break(s, &req),
+            "fence-check" => d.call_fence_check(s, &req),
+            "render" => d.call_render(s, &req),
+            other => return Err(HostError::internal(format!("the component has no operation `{other}`"))),
+        }
+        .map_err(wasm_error)?;
+        let text = answer.map_err(from_wit)?;
+        serde_json::from_str(&text).map_err(|e| HostError::internal(format!("the core answered `{op}` with invalid JSON: {e}")))
+    }
+
+    /// `scope-for` through its typed WIT function.
+    pub fn scope_for(&mut self, branch: &str, pr: Option<u64>, default_branch: Option<&str>) -> Result<String, HostError> {
+        self.core.baton_core_decisions().call_scope_for(&mut self.store, branch, pr, default_branch).map_err(wasm_error)
+    }
+
+    /// The names of the cell files a store loads into a snapshot.
+    pub fn cell_files(&mut self) -> Result<Vec<String>, HostError> {
+        self.core.baton_core_decisions().call_cell_files(&mut self.store).map_err(wasm_error)
+    }
+}
+
+fn from_wit(e: WitError) -> HostError {
+    match serde_json::from_str::<Value>(&e.json) {
+        Ok(Value::Object(obj)) => HostError::from_json(obj),
+        _ => HostError::internal(e.message),
+    }
+}
+
+fn wasm_error(e: wasmtime::Error) -> HostError {
+    HostError::internal(format!("the core component failed: {e:#}"))
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("BATON_CACHE_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d).join("baton"));
+    }
+    std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache/baton"))
+}
+
+/// Compiles `bytes`, or maps the artifact a previous process cached. The cache is an optimisation only:
+/// any failure to read or write it falls back to compiling.
+fn load_cached(engine: &Engine, bytes: &[u8]) -> Result<Component, HostError> {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    engine.precompile_compatibility_hash().hash(&mut h);
+    let key = format!("core-{:016x}.cwasm", h.finish());
+    let path = cache_dir().map(|d| d.join(key));
+    if let Some(path) = &path
+        && path.exists()
+        && let Ok(c) = deserialize(engine, path)
+    {
+        return Ok(c);
+    }
+    let component = Component::new(engine, bytes).map_err(wasm_error)?;
+    if let Some(path) = &path
+        && let Ok(art) = component.serialize()
+        && let Some(dir) = path.parent()
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, art).is_ok() {
+            let _ = std::fs::rename(&tmp, path);
+        }
+        let _ = std::fs::remove_file(&tmp);
+    }
+    Ok(component)
+}
+
+#[allow(unsafe_code)]
+fn deserialize(engine: &Engine, path: &std::path::Path) -> wasmtime::Result<Component> {
+    // SAFETY: the file was written by `Component::serialize` of this very binary (the key hashes the
+    // component bytes and the engine's compatibility hash, and it is written atomically into the user's own
+    // cache directory); wasmtime also checks the header and refuses an incompatible artifact.
+    unsafe { Component::deserialize_file(engine, path) }
+}

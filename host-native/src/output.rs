@@ -1,0 +1,38 @@
+//! Printing a command's outcome: the core renders the envelope and decides the exit code; this prints it.
+
+use crate::engine::CoreComponent;
+use crate::error::HostError;
+use serde_json::{Map, Value, json};
+
+/// What a command produced: its envelope data, or its error.
+pub type Outcome = Result<Map<String, Value>, HostError>;
+
+/// Prints `outcome` of `command` (as one JSON envelope on stdout with `json`, else the error line on stderr)
+/// and returns the exit code.
+pub fn finish(core: Option<&mut CoreComponent>, command: Option<&str>, json: bool, outcome: Outcome) -> u8 {
+    let request = match &outcome {
+        Ok(data) => json!({ "command": command, "data": data }),
+        Err(e) => json!({ "command": command, "error": e.to_json() }),
+    };
+    let rendered = core.ok_or_else(|| HostError::internal("the core is not loaded")).and_then(|c| c.invoke("render", &request));
+    let (envelope, exit, text) = match rendered {
+        Ok(r) => (r["envelope"].clone(), r["exit"].as_u64().map_or(1, |e| e as u8), r["text"].as_str().map(str::to_owned)),
+        // The core itself failed: print the minimal envelope by hand.
+        Err(core_err) => {
+            let err = outcome.err().unwrap_or(core_err);
+            let text = format!("error {}: {}", err.code, err.message);
+            (json!({ "ok": false, "command": command, "error": err.to_json() }), 1, Some(text))
+        }
+    };
+    if json {
+        println!("{envelope}");
+    } else if let Some(text) = text {
+        eprintln!("{text}");
+    }
+    exit
+}
+
+/// Prints a progress or warning line for people (stderr), prefixed with `baton:`.
+pub fn note(line: impl std::fmt::Display) {
+    eprintln!("baton: {line}");
+}

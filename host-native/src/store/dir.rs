@@ -1,0 +1,130 @@
+//! The dir store (`dir:<path>`): cells are directories, a transaction holds the cell mutex from load to
+//! commit, and every file write is a temp file + fsync + rename. Protocol: `docs/dir-store.md`.
+
+use super::mutex::{CellMutex, random_hex};
+use crate::engine::CoreComponent;
+use crate::error::HostError;
+use serde_json::{Map, Value, json};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+/// A dir store rooted at `root`.
+#[derive(Clone, Debug)]
+pub struct DirStore {
+    root: PathBuf,
+}
+
+impl DirStore {
+    /// A store rooted at `root` (created on first write).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The spec that names this store (`dir:<root>`), as exported to `baton run`'s command.
+    pub fn spec(&self) -> String {
+        format!("dir:{}", self.root.display())
+    }
+
+    fn cell_dir(&self, core: &mut CoreComponent, env: &str, scope: &str) -> Result<PathBuf, HostError> {
+        let path = core.invoke("cell-path", &json!({ "env": env, "scope": scope }))?;
+        let dir = path["dir"].as_str().ok_or_else(|| HostError::internal("cell-path answered without `dir`"))?;
+        Ok(self.root.join(dir))
+    }
+
+    fn load(&self, core: &mut CoreComponent, dir: &Path, env: &str, scope: &str) -> Result<Value, HostError> {
+        let mut files = Map::new();
+        for name in core.cell_files()? {
+            let path = dir.join(&name);
+            match std::fs::read(&path) {
+                Ok(bytes) => {
+                    files.insert(name, String::from_utf8_lossy(&bytes).into_owned().into());
+                }
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(HostError::io(format!("cannot read {}", path.display()), &e)),
+            }
+        }
+        Ok(json!({ "env": env, "scope": scope, "files": files }))
+    }
+
+    /// Reads the cell without taking the mutex (every file is replaced atomically, so a read never sees a
+    /// half-written file) and asks `decide` about it. For read-only operations.
+    pub fn read<T>(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        decide: impl FnOnce(&mut CoreComponent, Value, i64) -> Result<T, HostError>,
+    ) -> Result<T, HostError> {
+        let dir = self.cell_dir(core, env, scope)?;
+        let cell = self.load(core, &dir, env, scope)?;
+        decide(core, cell, now_ms())
+    }
+
+    /// Runs one transaction on the cell `env/scope`: takes the cell mutex, loads the snapshot, reads the
+    /// clock, asks `decide` (which calls the core) and commits the `changes` of its answer before releasing
+    /// the mutex. A refusal from `decide` commits nothing.
+    pub fn transact(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        decide: impl FnOnce(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
+    ) -> Result<Value, HostError> {
+        let dir = self.cell_dir(core, env, scope)?;
+        std::fs::create_dir_all(&dir).map_err(|e| HostError::io(format!("cannot create {}", dir.display()), &e))?;
+        let _mutex = CellMutex::take(&dir.join("lock.mutex"), &format!("{env}/{scope}"))?;
+        let cell = self.load(core, &dir, env, scope)?;
+        let answer = decide(core, cell, now_ms())?;
+        if let Some(changes) = answer.get("changes").and_then(Value::as_array) {
+            apply(&dir, changes)?;
+        }
+        Ok(answer)
+    }
+}
+
+/// Applies a change set in order, each write atomic (temp file, fsync, rename), then fsyncs the directory.
+fn apply(dir: &Path, changes: &[Value]) -> Result<(), HostError> {
+    for change in changes {
+        let file = change["file"].as_str().filter(|f| !f.contains('/') && !f.starts_with('.') && !f.is_empty());
+        let Some(file) = file else {
+            return Err(HostError::internal(format!("the core asked for a change outside the cell: {change}")));
+        };
+        let path = dir.join(file);
+        match change["op"].as_str() {
+            Some("write") => {
+                let content = change["content"].as_str().unwrap_or_default();
+                let tmp = dir.join(format!("{file}.{}.{}.tmp", std::process::id(), random_hex(4)));
+                let written = std::fs::File::create(&tmp).and_then(|mut f| {
+                    f.write_all(content.as_bytes())?;
+                    f.sync_all()
+                });
+                if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &path)) {
+                    let _ = std::fs::remove_file(&tmp);
+                    return Err(HostError::io(format!("cannot write {}", path.display()), &e));
+                }
+            }
+            Some("delete") => match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(HostError::io(format!("cannot delete {}", path.display()), &e)),
+            },
+            _ => return Err(HostError::internal(format!("unknown change from the core: {change}"))),
+        }
+    }
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Wall-clock milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
