@@ -182,8 +182,7 @@ pub struct CodeInfo {
     pub code: &'static str,
     /// The CLI exit code.
     pub exit: u8,
-    /// The standing hint, if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The standing hint, or `null`.
     pub hint: Option<&'static str>,
 }
 

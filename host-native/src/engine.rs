@@ -54,6 +54,18 @@ impl CoreComponent {
         let d = self.core.baton_core_decisions();
         let s = &mut self.store;
         let answer = match op {
+            "scope-for" => {
+                let field = |k: &str| request.get(k).and_then(Value::as_str);
+                let pr = request.get("pr").and_then(Value::as_u64);
+                let scope = d.call_scope_for(s, field("branch").unwrap_or_default(), pr, field("defaultBranch")).map_err(wasm_error)?;
+                return Ok(serde_json::json!({ "scope": scope }));
+            }
+            "error-codes" => {
+                let codes = d.call_error_codes(s).map_err(wasm_error)?;
+                let list = codes.into_iter().map(|c| serde_json::json!({ "code": c.name, "exit": c.exit, "hint": c.hint }));
+                return Ok(Value::Array(list.collect()));
+            }
+            "cell-files" => return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?)),
             "cell-path" => d.call_cell_path(s, &req),
             "store-spec" => d.call_store_spec(s, &req),
             "detect-context" => d.call_detect_context(s, &req),
@@ -80,6 +92,13 @@ impl CoreComponent {
     pub fn cell_files(&mut self) -> Result<Vec<String>, HostError> {
         self.core.baton_core_decisions().call_cell_files(&mut self.store).map_err(wasm_error)
     }
+}
+
+/// The names of everything a component imports (the core must import nothing).
+pub fn imports_of(bytes: &[u8]) -> Result<Vec<String>, HostError> {
+    let engine = Engine::new(&Config::new()).map_err(wasm_error)?;
+    let component = Component::new(&engine, bytes).map_err(wasm_error)?;
+    Ok(component.component_type().imports(&engine).map(|(name, _)| name.to_owned()).collect())
 }
 
 fn from_wit(e: WitError) -> HostError {

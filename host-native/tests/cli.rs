@@ -1,0 +1,199 @@
+//! The `baton` binary end to end: output envelopes, exit codes, and the dir store on disk.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A fresh directory under the system temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("baton-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `baton args` in `cwd` with a clean environment (no CI variables leak in from the test runner).
+fn baton(cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
+    cmd.current_dir(cwd).env_clear().args(args);
+    for key in ["PATH", "HOME", "BATON_CACHE_DIR", "XDG_CACHE_HOME"] {
+        if let Some(v) = std::env::var_os(key) {
+            cmd.env(key, v);
+        }
+    }
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("baton runs")
+}
+
+/// Runs with `--json` and returns (exit code, envelope), checking the envelope rule `ok` iff exit 0.
+fn json(cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> (i32, Value) {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = baton(cwd, &all, vars);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "exactly one envelope line, got {stdout:?}");
+    let envelope: Value = serde_json::from_str(&stdout).expect("the envelope is JSON");
+    let code = out.status.code().expect("exited");
+    assert_eq!(envelope["ok"] == true, code == 0, "ok iff exit 0: {envelope}");
+    (code, envelope)
+}
+
+#[test]
+fn scope_prints_the_name_or_the_context() {
+    let t = TempDir::new("scope");
+    let out = baton(&t.0, &["scope", "--branch", "feat/search"], &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "branch-feat-search\n");
+    let (code, env) = json(&t.0, &["scope", "--branch", "main", "--pr", "42", "--sha", "abc"], &[("BATON_CTX_ENV", "staging")]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        env,
+        serde_json::json!({"ok": true, "command": "scope", "context": {"env": "staging", "branch": "main", "sha": "abc", "pr": 42, "defaultBranch": null, "scope": "pr-42"}})
+    );
+    let (_, env) = json(&t.0, &["scope"], &[("GITHUB_ACTIONS", "true"), ("GITHUB_HEAD_REF", ""), ("GITHUB_REF_NAME", "trunk"), ("GITHUB_SHA", "s")]);
+    assert_eq!(env["context"]["scope"], "branch-trunk");
+}
+
+#[test]
+fn scope_outside_a_repository_without_a_branch_is_ctx_null() {
+    let t = TempDir::new("ctxnull");
+    let (code, env) = json(&t.0, &["scope"], &[]);
+    assert_eq!(code, 2);
+    assert_eq!(env["error"]["code"], "CTX_NULL");
+    assert!(env["error"]["message"].as_str().unwrap().contains("--branch"));
+    let out = baton(&t.0, &["scope"], &[]);
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error CTX_NULL:"));
+}
+
+#[test]
+fn lock_acquire_hold_status_release_and_takeover() {
+    let t = TempDir::new("lock");
+    let store = format!("dir:{}", t.0.join("store").display());
+    let s = store.as_str();
+    let (code, env) = json(&t.0, &["lock", "acquire", "--scope", "pr-7", "--holder", "a", "--ttl", "1s", "--store", s], &[]);
+    assert_eq!(code, 0, "{env}");
+    assert_eq!(env["lock"]["holder"], "a");
+    assert_eq!(env["lock"]["epoch"], 1);
+    assert_eq!(env["preempted"], Value::Null);
+
+    let (code, env) = json(&t.0, &["lock", "acquire", "--scope", "pr-7", "--holder", "b", "--store", s], &[]);
+    assert_eq!(code, 3);
+    assert_eq!(env["error"]["code"], "LOCK_HELD");
+    assert_eq!(env["error"]["lock"]["holder"], "a");
+
+    let (_, env) = json(&t.0, &["lock", "status", "--scope", "pr-7"], &[("BATON_STORE", s)]);
+    assert_eq!((env["lock"]["holder"].clone(), env["lock"]["expired"].clone()), ("a".into(), false.into()));
+
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (_, env) = json(&t.0, &["lock", "status", "--scope", "pr-7", "--store", s], &[]);
+    assert_eq!(env["lock"]["expired"], true);
+    let (code, env) = json(&t.0, &["lock", "acquire", "--scope", "pr-7", "--holder", "b", "--store", s], &[]);
+    assert_eq!(code, 0);
+    assert_eq!(env["preempted"]["holder"], "a");
+    assert_eq!(env["lock"]["epoch"], 2);
+
+    let (code, env) = json(&t.0, &["lock", "release", "--scope", "pr-7", "--holder", "a", "--store", s], &[]);
+    assert_eq!((code, env["released"].clone()), (0, false.into()), "a non-holder release is a no-op");
+    let (_, env) = json(&t.0, &["lock", "release", "--scope", "pr-7", "--store", s], &[("BATON_HOLDER", "b")]);
+    assert_eq!(env["released"], true);
+    let (_, env) = json(&t.0, &["lock", "status", "--scope", "pr-7", "--store", s], &[]);
+    assert_eq!(env["lock"], Value::Null);
+    let (_, env) = json(&t.0, &["lock", "acquire", "--scope", "pr-7", "--holder", "c", "--store", s], &[]);
+    assert_eq!(env["lock"]["epoch"], 3, "epochs keep growing after a release deleted lock.json");
+    assert!(t.0.join("store/preview/pr-7/lock.json").exists());
+}
+
+#[test]
+fn a_corrupt_lock_is_reported_and_never_taken_over() {
+    let t = TempDir::new("corrupt");
+    let cell = t.0.join("store/preview/pr-1");
+    std::fs::create_dir_all(&cell).unwrap();
+    std::fs::write(cell.join("lock.json"), "{\"holder\": \"x\", \"expiresAt\": \"whenever\"}").unwrap();
+    let s = format!("dir:{}", t.0.join("store").display());
+    let (code, env) = json(&t.0, &["lock", "acquire", "--scope", "pr-1", "--store", &s], &[]);
+    assert_eq!((code, env["error"]["code"].as_str()), (1, Some("LOCK_CORRUPT")));
+    let (code, env) = json(&t.0, &["lock", "status", "--scope", "pr-1", "--store", &s], &[]);
+    assert_eq!((code, env["error"]["code"].as_str()), (1, Some("LOCK_CORRUPT")));
+    assert_eq!(std::fs::read_to_string(cell.join("lock.json")).unwrap(), "{\"holder\": \"x\", \"expiresAt\": \"whenever\"}");
+}
+
+#[test]
+fn the_default_store_is_dot_baton_at_the_repository_root() {
+    let t = TempDir::new("default");
+    let repo = t.0.join("repo");
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    assert!(Command::new("git").args(["init", "-q"]).current_dir(&repo).status().unwrap().success());
+    let (code, env) = json(&repo.join("sub"), &["lock", "acquire", "--scope", "pr-1", "--holder", "a"], &[]);
+    assert_eq!(code, 0, "{env}");
+    assert!(repo.join(".baton/preview/pr-1/lock.json").exists());
+    let (_, env) = json(&t.0, &["lock", "acquire", "--scope", "pr-1", "--holder", "a"], &[]);
+    assert_eq!(env["store"], format!("dir:{}/.baton", t.0.display()), "outside a repository: the current directory");
+}
+
+#[test]
+fn usage_errors_exit_2_with_an_envelope() {
+    let t = TempDir::new("usage");
+    for args in [
+        &["lock", "acquire", "--scope", "pr-1", "--ttl", "5"][..],
+        &["lock", "acquire", "--scope", "../etc", "--store", "dir:x"],
+        &["lock", "acquire", "--scope", "pr-1", "--store", "s3://bucket"],
+        &["lock", "release", "--scope", "pr-1", "--store", "dir:x"],
+        &["scope", "--branch", "x", "--pr", "seven"],
+        &["frobnicate"],
+    ] {
+        let (code, env) = json(&t.0, args, &[]);
+        assert_eq!((code, env["error"]["code"].as_str()), (2, Some("USAGE")), "{args:?}: {env}");
+    }
+}
+
+#[test]
+fn eight_processes_race_for_one_lock_and_exactly_one_wins() {
+    let t = TempDir::new("race");
+    let s = format!("dir:{}", t.0.join("store").display());
+    for round in 0..2 {
+        let scope = format!("pr-{round}");
+        if round == 1 {
+            // An expired lock: exactly one contender takes it over.
+            let (code, _) = json(&t.0, &["lock", "acquire", "--scope", &scope, "--holder", "crashed", "--ttl", "1ms", "--store", &s], &[]);
+            assert_eq!(code, 0);
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let children: Vec<_> = (0..8)
+            .map(|i| {
+                Command::new(env!("CARGO_BIN_EXE_baton"))
+                    .args(["lock", "acquire", "--scope", &scope, "--holder", &format!("h{i}"), "--store", &s, "--json"])
+                    .current_dir(&t.0)
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let results: Vec<(i32, Value)> = children
+            .into_iter()
+            .map(|c| {
+                let out = c.wait_with_output().unwrap();
+                (out.status.code().unwrap(), serde_json::from_slice(&out.stdout).unwrap())
+            })
+            .collect();
+        let winners: Vec<_> = results.iter().filter(|(c, _)| *c == 0).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {results:?}");
+        let winner = winners[0].1["lock"]["holder"].clone();
+        for (code, env) in &results {
+            if *code != 0 {
+                assert_eq!(*code, 3);
+                assert_eq!(env["error"]["lock"]["holder"], winner, "losers see the real holder");
+            }
+        }
+    }
+}
