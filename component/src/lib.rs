@@ -76,7 +76,12 @@ impl Guest for Component {
     fn error_codes() -> Vec<ErrorInfo> {
         Code::ALL
             .into_iter()
-            .map(|c| ErrorInfo { code: code(c), name: c.as_str().into(), exit: c.exit_code(), hint: c.hint().map(Into::into) })
+            .map(|c| ErrorInfo {
+                code: code(c),
+                name: c.as_str().into(),
+                exit: c.exit_code(),
+                hint: c.hint().map(Into::into),
+            })
             .collect()
     }
     fn cell_files() -> Vec<String> {

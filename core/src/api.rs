@@ -39,7 +39,9 @@ pub const OPS: [&str; 13] = [
 /// (the host broke the contract). Never panics on any input.
 pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
     match op {
-        "scope-for" => run(op, input, |r: ScopeForRequest| Ok(json!({ "scope": scope_for(&r.branch, r.pr, r.default_branch.as_deref()) }))),
+        "scope-for" => run(op, input, |r: ScopeForRequest| {
+            Ok(json!({ "scope": scope_for(&r.branch, r.pr, r.default_branch.as_deref()) }))
+        }),
         "store-spec" => run(op, input, |r: StoreSpecRequest| store_spec(&r)),
         "cell-path" => run(op, input, |r: CellPathRequest| cell_path(&r.env, &r.scope)),
         "detect-context" => run(op, input, |r: ContextInput| detect(&r)),
@@ -47,8 +49,12 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "lock-renew" => run(op, input, |r: RenewRequest| lock::renew(&r.cell, &r.holder, r.epoch, r.ttl_ms, r.now_ms)),
         "lock-release" => run(op, input, |r: ReleaseRequest| Ok(lock::release(&r.cell, &r.holder, r.epoch))),
         "lock-read" => run(op, input, |r: ReadRequest| Ok(json!({ "lock": lock::read(&r.cell, r.now_ms)? }))),
-        "lock-break" => run(op, input, |r: BreakRequest| lock::break_lock(&r.cell, &r.holder, r.ttl_ms, r.now_ms, &r.reason)),
-        "fence-check" => run(op, input, |r: FenceRequest| Ok(json!({ "lock": lock::check_fence(&r.cell, &r.holder, r.epoch)? }))),
+        "lock-break" => {
+            run(op, input, |r: BreakRequest| lock::break_lock(&r.cell, &r.holder, r.ttl_ms, r.now_ms, &r.reason))
+        }
+        "fence-check" => {
+            run(op, input, |r: FenceRequest| Ok(json!({ "lock": lock::check_fence(&r.cell, &r.holder, r.epoch)? })))
+        }
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
         "cell-files" => Ok(to_json(&STATE_FILES)),
@@ -99,12 +105,18 @@ fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
     let spec = r.spec.as_deref().map(str::trim).filter(|s| !s.is_empty());
     let Some(spec) = spec else {
         let base = r.repo_root.as_deref().filter(|s| !s.is_empty()).unwrap_or(&r.cwd);
-        return Ok(json!({ "kind": "dir", "path": format!("{}/.baton", base.trim_end_matches('/')), "source": "default" }));
+        return Ok(
+            json!({ "kind": "dir", "path": format!("{}/.baton", base.trim_end_matches('/')), "source": "default" }),
+        );
     };
     match spec.split_once(':') {
         Some(("dir", path)) if !path.trim().is_empty() => {
             let path = path.trim();
-            let path = if path.starts_with('/') { path.to_owned() } else { format!("{}/{}", r.cwd.trim_end_matches('/'), path) };
+            let path = if path.starts_with('/') {
+                path.to_owned()
+            } else {
+                format!("{}/{}", r.cwd.trim_end_matches('/'), path)
+            };
             Ok(json!({ "kind": "dir", "path": path, "source": "spec" }))
         }
         _ => Err(CoreError::usage(format!(

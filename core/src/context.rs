@@ -311,7 +311,8 @@ fn trailing_number(url: &str) -> Option<u64> {
 }
 
 fn parse_pr_override(v: &Value) -> Result<Option<u64>, CoreError> {
-    let bad = |got: &str| CoreError::usage(format!("--pr must be a positive integer (got {got})")).with("pr", v.clone());
+    let bad =
+        |got: &str| CoreError::usage(format!("--pr must be a positive integer (got {got})")).with("pr", v.clone());
     match v {
         Value::Null => Ok(None),
         Value::String(s) if s.trim().is_empty() => Ok(None),
@@ -339,15 +340,21 @@ mod tests {
 
     #[test]
     fn overrides_beat_variables() {
-        let c = ctx(json!({"overrides": {"branch": "a", "pr": "7"}, "vars": {"BATON_CTX_BRANCH": "b", "GITHUB_HEAD_REF": "c"}, "git": {}}));
+        let c = ctx(
+            json!({"overrides": {"branch": "a", "pr": "7"}, "vars": {"BATON_CTX_BRANCH": "b", "GITHUB_HEAD_REF": "c"}, "git": {}}),
+        );
         assert_eq!((c.branch.as_deref(), c.pr, c.scope.as_str()), (Some("a"), Some(7), "pr-7"));
     }
 
     #[test]
     fn pr_null_is_final() {
-        let c = ctx(json!({"overrides": {"branch": "x", "pr": null}, "vars": {"GITHUB_REF": "refs/pull/9/merge"}, "git": {}}));
+        let c = ctx(
+            json!({"overrides": {"branch": "x", "pr": null}, "vars": {"GITHUB_REF": "refs/pull/9/merge"}, "git": {}}),
+        );
         assert_eq!(c.pr, None);
-        let c = ctx(json!({"vars": {"BATON_CTX_BRANCH": "x", "BATON_CTX_PR": "  ", "GITHUB_REF": "refs/pull/9/merge"}, "git": {}}));
+        let c = ctx(
+            json!({"vars": {"BATON_CTX_BRANCH": "x", "BATON_CTX_PR": "  ", "GITHUB_REF": "refs/pull/9/merge"}, "git": {}}),
+        );
         assert_eq!(c.pr, None);
     }
 

@@ -57,8 +57,13 @@ pub fn render(input: RenderInput) -> Rendered {
             env.insert("ok".into(), false.into());
             env.insert("command".into(), command);
             env.insert("error".into(), err.to_json());
-            let hint = err.code.hint().filter(|h| !err.message.contains(h)).map(|h| format!(" {h}")).unwrap_or_default();
-            Rendered { envelope: Value::Object(env), exit: err.code.exit_code(), text: Some(format!("error {}: {}{hint}", err.code, err.message)) }
+            let hint =
+                err.code.hint().filter(|h| !err.message.contains(h)).map(|h| format!(" {h}")).unwrap_or_default();
+            Rendered {
+                envelope: Value::Object(env),
+                exit: err.code.exit_code(),
+                text: Some(format!("error {}: {}{hint}", err.code, err.message)),
+            }
         }
         None => {
             env.insert("ok".into(), true.into());
@@ -87,7 +92,9 @@ mod tests {
         let r = render(input(json!({"command": "scope", "data": {"context": {"scope": "main"}}})));
         assert_eq!(r.exit, 0);
         assert_eq!(r.envelope, json!({"ok": true, "command": "scope", "context": {"scope": "main"}}));
-        let r = render(input(json!({"command": "lock acquire", "error": {"code": "LOCK_HELD", "message": "m", "lock": {"holder": "a"}}})));
+        let r = render(input(
+            json!({"command": "lock acquire", "error": {"code": "LOCK_HELD", "message": "m", "lock": {"holder": "a"}}}),
+        ));
         assert_eq!(r.exit, 3);
         assert_eq!(r.envelope["ok"], false);
         assert_eq!(r.envelope["error"]["lock"]["holder"], "a");

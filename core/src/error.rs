@@ -97,9 +97,15 @@ impl ErrorCode {
     pub const fn hint(self) -> Option<&'static str> {
         match self {
             Self::LockHeld => Some("Wait for it, or pass --wait."),
-            Self::LockLost => Some("Another run took over; its receipt is authoritative. Re-run to continue from there."),
-            Self::LockCorrupt => Some("Inspect the lock file; if no run is active, `baton lock break --reason ...` replaces it."),
-            Self::EnvNotApproved => Some("Pass --approved-by <who> or set BATON_APPROVED_BY from an approval workflow."),
+            Self::LockLost => {
+                Some("Another run took over; its receipt is authoritative. Re-run to continue from there.")
+            }
+            Self::LockCorrupt => {
+                Some("Inspect the lock file; if no run is active, `baton lock break --reason ...` replaces it.")
+            }
+            Self::EnvNotApproved => {
+                Some("Pass --approved-by <who> or set BATON_APPROVED_BY from an approval workflow.")
+            }
             Self::CtxNull => Some("Pass --branch (and --sha), or set BATON_CTX_BRANCH / BATON_CTX_SHA."),
             Self::Usage => Some("See `baton --help`."),
             _ => None,
@@ -188,10 +194,7 @@ pub struct CodeInfo {
 
 /// Every error code with its exit code and hint, in declaration order.
 pub fn error_codes() -> Vec<CodeInfo> {
-    ErrorCode::ALL
-        .into_iter()
-        .map(|c| CodeInfo { code: c.as_str(), exit: c.exit_code(), hint: c.hint() })
-        .collect()
+    ErrorCode::ALL.into_iter().map(|c| CodeInfo { code: c.as_str(), exit: c.exit_code(), hint: c.hint() }).collect()
 }
 
 #[cfg(test)]

@@ -153,9 +153,7 @@ fn last_epoch(cell: &Cell, lock: Option<&LockRecord>) -> Result<u64, CoreError> 
 /// Checks a holder name: non-empty, at most 200 characters, no control characters.
 pub fn validate_holder(holder: &str) -> Result<(), CoreError> {
     if holder.trim().is_empty() || holder.len() > 200 || holder.chars().any(char::is_control) {
-        return Err(CoreError::usage(format!(
-            "holder {holder:?} is not valid: use 1-200 printable characters"
-        )));
+        return Err(CoreError::usage(format!("holder {holder:?} is not valid: use 1-200 printable characters")));
     }
     Ok(())
 }
@@ -184,7 +182,13 @@ fn held_error(cell: &Cell, lock: &LockRecord) -> CoreError {
 }
 
 /// A fresh lock for `holder` at `epoch`, with the changes that store it and the new highest epoch.
-fn grant(holder: &str, ttl_ms: u64, now: UnixMs, epoch: u64, extra: Map<String, Value>) -> Result<(LockRecord, Vec<Change>), CoreError> {
+fn grant(
+    holder: &str,
+    ttl_ms: u64,
+    now: UnixMs,
+    epoch: u64,
+    extra: Map<String, Value>,
+) -> Result<(LockRecord, Vec<Change>), CoreError> {
     let ttl = validate_ttl(ttl_ms)?;
     let lock = LockRecord {
         holder: holder.to_owned(),
@@ -240,7 +244,11 @@ pub fn release(cell: &Cell, holder: &str, epoch: Option<u64>) -> Release {
 
 /// Reads the lock with its `expired` flag at `now`; `LOCK_CORRUPT` when it cannot be read.
 pub fn read(cell: &Cell, now: UnixMs) -> Result<Option<LockView>, CoreError> {
-    Ok(parse_lock(cell)?.map(|lock| LockView { expired: lock.expired(now), expires_in_ms: lock.expires_ms().saturating_sub(now), lock }))
+    Ok(parse_lock(cell)?.map(|lock| LockView {
+        expired: lock.expired(now),
+        expires_in_ms: lock.expires_ms().saturating_sub(now),
+        lock,
+    }))
 }
 
 /// Takes the lock over on purpose, whatever is there (live, expired, corrupt or nothing), and records who
@@ -336,7 +344,13 @@ mod tests {
     #[test]
     fn corrupt_lock_is_never_taken_over_but_can_be_broken() {
         let mut c = cell();
-        for bad in ["{", "[]", "{\"holder\":\"x\"}", "{\"holder\":\"x\",\"expiresAt\":\"never\"}", "{\"holder\":\"x\",\"expiresAt\":\"2026-10-10T12:00:00Z\",\"epoch\":-1}"] {
+        for bad in [
+            "{",
+            "[]",
+            "{\"holder\":\"x\"}",
+            "{\"holder\":\"x\",\"expiresAt\":\"never\"}",
+            "{\"holder\":\"x\",\"expiresAt\":\"2026-10-10T12:00:00Z\",\"epoch\":-1}",
+        ] {
             c.files.insert(LOCK_FILE.into(), bad.into());
             assert_eq!(acquire(&c, "b", 1000, T0).unwrap_err().code, ErrorCode::LockCorrupt, "{bad}");
             assert_eq!(read(&c, T0).unwrap_err().code, ErrorCode::LockCorrupt);

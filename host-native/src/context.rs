@@ -34,9 +34,7 @@ pub struct ContextArgs {
 
 /// The process environment as a sorted map (values that are not UTF-8 are converted lossily).
 pub fn process_vars() -> BTreeMap<String, String> {
-    std::env::vars_os()
-        .map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
-        .collect()
+    std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect()
 }
 
 /// Detects the context of this run through the core; see `baton_core::context` for the rules.

@@ -13,7 +13,9 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         "m" => 60_000,
         "h" => 3_600_000,
         "" => return Err(format!("`{s}` needs a unit: write e.g. {s}s or {s}m")),
-        _ => return Err(format!("`{s}` has an unknown unit `{unit}`: use ms, s, m or h")),
+        _ => {
+            return Err(format!("`{s}` has an unknown unit `{unit}`: use ms, s, m or h"));
+        }
     };
     n.checked_mul(factor).ok_or_else(|| format!("`{s}` is too long"))
 }

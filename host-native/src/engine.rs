@@ -57,15 +57,20 @@ impl CoreComponent {
             "scope-for" => {
                 let field = |k: &str| request.get(k).and_then(Value::as_str);
                 let pr = request.get("pr").and_then(Value::as_u64);
-                let scope = d.call_scope_for(s, field("branch").unwrap_or_default(), pr, field("defaultBranch")).map_err(wasm_error)?;
+                let scope = d
+                    .call_scope_for(s, field("branch").unwrap_or_default(), pr, field("defaultBranch"))
+                    .map_err(wasm_error)?;
                 return Ok(serde_json::json!({ "scope": scope }));
             }
             "error-codes" => {
                 let codes = d.call_error_codes(s).map_err(wasm_error)?;
-                let list = codes.into_iter().map(|c| serde_json::json!({ "code": c.name, "exit": c.exit, "hint": c.hint }));
+                let list =
+                    codes.into_iter().map(|c| serde_json::json!({ "code": c.name, "exit": c.exit, "hint": c.hint }));
                 return Ok(Value::Array(list.collect()));
             }
-            "cell-files" => return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?)),
+            "cell-files" => {
+                return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?));
+            }
             "cell-path" => d.call_cell_path(s, &req),
             "store-spec" => d.call_store_spec(s, &req),
             "detect-context" => d.call_detect_context(s, &req),
@@ -76,15 +81,23 @@ impl CoreComponent {
             "lock-break" => d.call_lock_break(s, &req),
             "fence-check" => d.call_fence_check(s, &req),
             "render" => d.call_render(s, &req),
-            other => return Err(HostError::internal(format!("the component has no operation `{other}`"))),
+            other => {
+                return Err(HostError::internal(format!("the component has no operation `{other}`")));
+            }
         }
         .map_err(wasm_error)?;
         let text = answer.map_err(from_wit)?;
-        serde_json::from_str(&text).map_err(|e| HostError::internal(format!("the core answered `{op}` with invalid JSON: {e}")))
+        serde_json::from_str(&text)
+            .map_err(|e| HostError::internal(format!("the core answered `{op}` with invalid JSON: {e}")))
     }
 
     /// `scope-for` through its typed WIT function.
-    pub fn scope_for(&mut self, branch: &str, pr: Option<u64>, default_branch: Option<&str>) -> Result<String, HostError> {
+    pub fn scope_for(
+        &mut self,
+        branch: &str,
+        pr: Option<u64>,
+        default_branch: Option<&str>,
+    ) -> Result<String, HostError> {
         self.core.baton_core_decisions().call_scope_for(&mut self.store, branch, pr, default_branch).map_err(wasm_error)
     }
 

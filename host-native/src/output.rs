@@ -14,9 +14,12 @@ pub fn finish(core: Option<&mut CoreComponent>, command: Option<&str>, json: boo
         Ok(data) => json!({ "command": command, "data": data }),
         Err(e) => json!({ "command": command, "error": e.to_json() }),
     };
-    let rendered = core.ok_or_else(|| HostError::internal("the core is not loaded")).and_then(|c| c.invoke("render", &request));
+    let rendered =
+        core.ok_or_else(|| HostError::internal("the core is not loaded")).and_then(|c| c.invoke("render", &request));
     let (envelope, exit, text) = match rendered {
-        Ok(r) => (r["envelope"].clone(), r["exit"].as_u64().map_or(1, |e| e as u8), r["text"].as_str().map(str::to_owned)),
+        Ok(r) => {
+            (r["envelope"].clone(), r["exit"].as_u64().map_or(1, |e| e as u8), r["text"].as_str().map(str::to_owned))
+        }
         // The core itself failed: print the minimal envelope by hand.
         Err(core_err) => {
             let err = outcome.err().unwrap_or(core_err);

@@ -55,13 +55,18 @@ fn scope_prints_the_name_or_the_context() {
     let t = TempDir::new("scope");
     let out = baton(&t.0, &["scope", "--branch", "feat/search"], &[]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "branch-feat-search\n");
-    let (code, env) = json(&t.0, &["scope", "--branch", "main", "--pr", "42", "--sha", "abc"], &[("BATON_CTX_ENV", "staging")]);
+    let (code, env) =
+        json(&t.0, &["scope", "--branch", "main", "--pr", "42", "--sha", "abc"], &[("BATON_CTX_ENV", "staging")]);
     assert_eq!(code, 0);
     assert_eq!(
         env,
         serde_json::json!({"ok": true, "command": "scope", "context": {"env": "staging", "branch": "main", "sha": "abc", "pr": 42, "defaultBranch": null, "scope": "pr-42"}})
     );
-    let (_, env) = json(&t.0, &["scope"], &[("GITHUB_ACTIONS", "true"), ("GITHUB_HEAD_REF", ""), ("GITHUB_REF_NAME", "trunk"), ("GITHUB_SHA", "s")]);
+    let (_, env) = json(
+        &t.0,
+        &["scope"],
+        &[("GITHUB_ACTIONS", "true"), ("GITHUB_HEAD_REF", ""), ("GITHUB_REF_NAME", "trunk"), ("GITHUB_SHA", "s")],
+    );
     assert_eq!(env["context"]["scope"], "branch-trunk");
 }
 
@@ -81,7 +86,8 @@ fn lock_acquire_hold_status_release_and_takeover() {
     let t = TempDir::new("lock");
     let store = format!("dir:{}", t.0.join("store").display());
     let s = store.as_str();
-    let (code, env) = json(&t.0, &["lock", "acquire", "--scope", "pr-7", "--holder", "a", "--ttl", "1s", "--store", s], &[]);
+    let (code, env) =
+        json(&t.0, &["lock", "acquire", "--scope", "pr-7", "--holder", "a", "--ttl", "1s", "--store", s], &[]);
     assert_eq!(code, 0, "{env}");
     assert_eq!(env["lock"]["holder"], "a");
     assert_eq!(env["lock"]["epoch"], 1);
@@ -125,7 +131,10 @@ fn a_corrupt_lock_is_reported_and_never_taken_over() {
     assert_eq!((code, env["error"]["code"].as_str()), (1, Some("LOCK_CORRUPT")));
     let (code, env) = json(&t.0, &["lock", "status", "--scope", "pr-1", "--store", &s], &[]);
     assert_eq!((code, env["error"]["code"].as_str()), (1, Some("LOCK_CORRUPT")));
-    assert_eq!(std::fs::read_to_string(cell.join("lock.json")).unwrap(), "{\"holder\": \"x\", \"expiresAt\": \"whenever\"}");
+    assert_eq!(
+        std::fs::read_to_string(cell.join("lock.json")).unwrap(),
+        "{\"holder\": \"x\", \"expiresAt\": \"whenever\"}"
+    );
 }
 
 #[test]
@@ -165,7 +174,11 @@ fn eight_processes_race_for_one_lock_and_exactly_one_wins() {
         let scope = format!("pr-{round}");
         if round == 1 {
             // An expired lock: exactly one contender takes it over.
-            let (code, _) = json(&t.0, &["lock", "acquire", "--scope", &scope, "--holder", "crashed", "--ttl", "1ms", "--store", &s], &[]);
+            let (code, _) = json(
+                &t.0,
+                &["lock", "acquire", "--scope", &scope, "--holder", "crashed", "--ttl", "1ms", "--store", &s],
+                &[],
+            );
             assert_eq!(code, 0);
             std::thread::sleep(std::time::Duration::from_millis(5));
         }

@@ -10,16 +10,23 @@ fn the_core_component_has_no_imports() {
 
 #[test]
 fn the_import_check_sees_an_import_when_there_is_one() {
-    let with_import = wat::parse_str(r#"(component (import "wasi:cli/environment@0.2.6" (instance)))"#).expect("valid WAT");
+    let with_import =
+        wat::parse_str(r#"(component (import "wasi:cli/environment@0.2.6" (instance)))"#).expect("valid WAT");
     assert_eq!(imports_of(&with_import).unwrap(), vec!["wasi:cli/environment@0.2.6".to_owned()]);
 }
 
 #[test]
 fn the_component_answers_like_the_native_core() {
     let mut core = CoreComponent::load().expect("loads");
-    let native: serde_json::Value = serde_json::from_str(&baton_core::api::invoke("error-codes", "{}").unwrap()).unwrap();
+    let native: serde_json::Value =
+        serde_json::from_str(&baton_core::api::invoke("error-codes", "{}").unwrap()).unwrap();
     assert_eq!(core.invoke("error-codes", &serde_json::json!({})).unwrap(), native);
     assert_eq!(core.scope_for("feat/search", None, None).unwrap(), "branch-feat-search");
-    let err = core.invoke("lock-read", &serde_json::json!({"cell": {"env": "e", "scope": "s", "files": {"lock.json": "{"}}, "nowMs": 0})).unwrap_err();
+    let err = core
+        .invoke(
+            "lock-read",
+            &serde_json::json!({"cell": {"env": "e", "scope": "s", "files": {"lock.json": "{"}}, "nowMs": 0}),
+        )
+        .unwrap_err();
     assert_eq!(err.code, "LOCK_CORRUPT");
 }

@@ -37,7 +37,8 @@ fn data(t: &Target, fields: impl IntoIterator<Item = (&'static str, Value)>) -> 
 /// `baton lock acquire`.
 pub fn acquire(core: &mut CoreComponent, args: &AcquireArgs) -> Outcome {
     let t = target(core, &args.target)?;
-    let holder = args.holder.clone().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| format!("run-{}", random_hex(4)));
+    let holder =
+        args.holder.clone().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| format!("run-{}", random_hex(4)));
     let ttl = args.ttl;
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
         core.invoke("lock-acquire", &json!({ "cell": cell, "holder": holder, "ttlMs": ttl, "nowMs": now }))
@@ -80,7 +81,9 @@ pub fn release(core: &mut CoreComponent, args: &ReleaseArgs) -> Outcome {
     if !args.target.json {
         match (&answer["current"], released) {
             (_, true) => note(format!("released {}/{} ({holder})", t.env, t.scope)),
-            (Value::Null, false) => note(format!("nothing to release: {}/{} is not locked by {holder}", t.env, t.scope)),
+            (Value::Null, false) => {
+                note(format!("nothing to release: {}/{} is not locked by {holder}", t.env, t.scope))
+            }
             (cur, false) => note(format!(
                 "nothing to release: {}/{} is held by {} (epoch {}), not by {holder}",
                 t.env,
@@ -110,7 +113,13 @@ pub fn status(core: &mut CoreComponent, args: &TargetArgs) -> Outcome {
             } else {
                 format!("live until {expires} ({} left)", human(lock["expiresInMs"].as_i64().unwrap_or(0)))
             };
-            note(format!("{}/{} is held by {} (epoch {}), {state}", t.env, t.scope, lock["holder"].as_str().unwrap_or("?"), lock["epoch"]));
+            note(format!(
+                "{}/{} is held by {} (epoch {}), {state}",
+                t.env,
+                t.scope,
+                lock["holder"].as_str().unwrap_or("?"),
+                lock["epoch"]
+            ));
         }
     }
     Ok(data(&t, [("lock", lock)]))

@@ -14,7 +14,8 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>) -> Result<DirSto
     let spec = spec.map(str::trim).filter(|s| !s.is_empty());
     let cwd = std::env::current_dir().map_err(|e| HostError::io("cannot read the current directory", &e))?;
     let repo_root = if spec.is_none() { crate::context::git(&["rev-parse", "--show-toplevel"]).ok() } else { None };
-    let answer = core.invoke("store-spec", &json!({ "spec": spec, "repoRoot": repo_root, "cwd": cwd.display().to_string() }))?;
+    let answer =
+        core.invoke("store-spec", &json!({ "spec": spec, "repoRoot": repo_root, "cwd": cwd.display().to_string() }))?;
     let path = answer["path"].as_str().ok_or_else(|| HostError::internal(format!("store-spec answered {answer}")))?;
     Ok(DirStore::new(path))
 }

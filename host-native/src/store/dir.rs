@@ -111,9 +111,13 @@ fn apply(dir: &Path, changes: &[Value]) -> Result<(), HostError> {
             Some("delete") => match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == ErrorKind::NotFound => {}
-                Err(e) => return Err(HostError::io(format!("cannot delete {}", path.display()), &e)),
+                Err(e) => {
+                    return Err(HostError::io(format!("cannot delete {}", path.display()), &e));
+                }
             },
-            _ => return Err(HostError::internal(format!("unknown change from the core: {change}"))),
+            _ => {
+                return Err(HostError::internal(format!("unknown change from the core: {change}")));
+            }
         }
     }
     if let Ok(d) = std::fs::File::open(dir) {

@@ -30,10 +30,8 @@ impl CellMutex {
     pub fn take(path: &Path, label: &str) -> Result<Self, HostError> {
         let token = random_hex(8);
         let pid = std::process::id();
-        let content = format!(
-            "{}\n",
-            json!({ "pid": pid, "start": process_start(pid), "host": hostname(), "token": token })
-        );
+        let content =
+            format!("{}\n", json!({ "pid": pid, "start": process_start(pid), "host": hostname(), "token": token }));
         let tmp = path.with_file_name(format!("lock.mutex.{pid}.{token}.tmp"));
         std::fs::write(&tmp, &content).map_err(|e| HostError::io(format!("cannot write {}", tmp.display()), &e))?;
         let started = Instant::now();
@@ -41,9 +39,13 @@ impl CellMutex {
         let mut spins = 0u32;
         let result = loop {
             match std::fs::hard_link(&tmp, path) {
-                Ok(()) => break Ok(Self { path: path.to_owned(), content: content.clone() }),
+                Ok(()) => {
+                    break Ok(Self { path: path.to_owned(), content: content.clone() });
+                }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-                Err(e) => break Err(HostError::io(format!("cannot create {}", path.display()), &e)),
+                Err(e) => {
+                    break Err(HostError::io(format!("cannot create {}", path.display()), &e));
+                }
             }
             let holder = match std::fs::read_to_string(path) {
                 Err(e) if e.kind() == ErrorKind::NotFound => continue,
@@ -122,7 +124,9 @@ fn process_start(pid: u32) -> Option<String> {
 }
 
 fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
     #[allow(unsafe_code)]
     // SAFETY: kill with signal 0 only checks whether the process exists; it sends nothing.
     let rc = unsafe { libc::kill(pid, 0) };

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Every test of every host: the core (unit, conformance corpus, simulation), the wasmtime component and the
+# CLI, the Node package, the cross-host tests, formatting, clippy on native and wasm32, tsc --strict.
+# Installs what it needs first (scripts/setup.sh). Run from anywhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "setup";                bash scripts/setup.sh
+step "format";               cargo fmt --all --check
+step "build the wasm";       bash scripts/build-wasm.sh
+step "cargo test";           cargo test --workspace --quiet
+step "clippy (native)";      cargo clippy --workspace --all-targets --quiet -- -D warnings
+step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p baton-node --target wasm32-unknown-unknown --quiet -- -D warnings
+step "node package";         (cd host-node && npm test && npm run --silent typecheck)
+step "cross-host";           BATON_BIN="$PWD/target/debug/baton" node --test tests/cross-host/
+step "all tests passed"
