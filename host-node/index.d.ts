@@ -57,7 +57,8 @@ export interface ErrorCodeInfo {
 export interface Context {
   /** The environment (`preview` unless named). */
   env: string;
-  branch: string;
+  /** The branch; null only when the scope was named (`overrides.scope`, BATON_SCOPE) and no source knew it. */
+  branch: string | null;
   sha: string | null;
   /** The pull request number, or null for none. */
   pr: number | null;
@@ -73,6 +74,8 @@ export interface ContextOverrides {
   /** Absent: unknown (detect it); null or "": no pull request; else a positive integer. */
   pr?: number | string | null;
   defaultBranch?: string | null;
+  /** The scope itself, instead of deriving it; then no branch is needed and git is never asked. */
+  scope?: string | null;
 }
 
 export interface DetectOptions {

@@ -42,7 +42,7 @@ function errorCodes() {
  * @param {unknown} [cause]
  */
 function hostError(code, message, details = {}, cause = undefined) {
-  const hint = errorCodes().find((c) => c.code === code)?.hint;
+  const hint = errorCodes().find((c) => c.code === code)?.hint ?? undefined;
   return new BatonError(code, message, { hint, details, cause });
 }
 

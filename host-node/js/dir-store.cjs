@@ -39,17 +39,25 @@ async function loadFiles(cellDir) {
 /** Commits a change set in order (temp file, fsync, rename; unlink), then fsyncs the cell directory. */
 async function applyChanges(cellDir, changes) {
   for (const change of changes) {
+    if (typeof change.file !== 'string' || !/^[^/\\.][^/\\]*$/.test(change.file)) {
+      throw new Error(`the core asked for a change outside the cell: ${JSON.stringify(change)}`);
+    }
     const target = path.join(cellDir, change.file);
     if (change.op === 'write') {
       const tmp = `${target}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`;
-      const fh = await fs.open(tmp, 'w');
       try {
-        await fh.writeFile(change.content, 'utf8');
-        await fh.sync();
-      } finally {
-        await fh.close();
+        const fh = await fs.open(tmp, 'w');
+        try {
+          await fh.writeFile(change.content, 'utf8');
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        await fs.rename(tmp, target);
+      } catch (e) {
+        await fs.unlink(tmp).catch(() => {});
+        throw e;
       }
-      await fs.rename(tmp, target);
     } else if (change.op === 'delete') {
       await fs.unlink(target).catch((e) => {
         if (e.code !== 'ENOENT') throw e;

@@ -15,7 +15,7 @@ class BatonError extends Error {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.name = 'BatonError';
     this.code = code;
-    this.hint = extra.hint;
+    this.hint = extra.hint ?? undefined;
     this.details = extra.details ?? {};
   }
 }
@@ -23,7 +23,7 @@ class BatonError extends Error {
 /** Builds a BatonError from the core's error JSON object (`{code, message, hint?, ...details}`). */
 function fromErrorJson(json) {
   const { code, message, hint, ...details } = json;
-  return new BatonError(code, message, { hint, details });
+  return new BatonError(code, message, { hint: hint ?? undefined, details });
 }
 
 /**

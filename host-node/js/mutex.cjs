@@ -37,12 +37,12 @@ function selfStart() {
   return ownStart;
 }
 
-/** Whether the process named by a mutex is gone: no /proc entry or another start time; else kill(pid, 0). */
+/**
+ * Whether the process named by a mutex is gone: with a `start`, no /proc entry or another start time (the
+ * pid was reused); without one (written where /proc does not exist), kill(pid, 0) fails with ESRCH.
+ */
 function ownerGone(pid, start) {
-  if (start !== null && start !== undefined && HAS_PROC) {
-    const now = procStart(pid);
-    return now === undefined || now !== String(start);
-  }
+  if (typeof start === 'string' && HAS_PROC) return procStart(pid) !== start;
   try {
     process.kill(pid, 0);
     return false;
