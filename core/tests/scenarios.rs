@@ -13,13 +13,22 @@ fn conformance_corpus() {
     for (file, doc) in &files {
         let doc = match doc {
             Ok(doc) => doc,
-            Err(e) => { failures.push(format!("{file}: {e}")); continue }
+            Err(e) => {
+                failures.push(format!("{file}: {e}"));
+                continue;
+            }
         };
         let mut native = |op: &str, input: &str| invoke(op, input).map_err(|e| e.code.as_str().to_owned());
         let outcome = runner::run(file, doc, &mut native);
         steps += outcome.transcript.len();
         failures.extend(outcome.failures);
     }
-    assert!(failures.is_empty(), "{} failure(s) in {} scenario file(s):\n\n{}", failures.len(), files.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failure(s) in {} scenario file(s):\n\n{}",
+        failures.len(),
+        files.len(),
+        failures.join("\n\n")
+    );
     eprintln!("{} scenario files, {steps} steps passed", files.len());
 }

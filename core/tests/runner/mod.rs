@@ -15,16 +15,18 @@ pub(crate) fn corpus_dir() -> PathBuf {
 /// Every `*.json` file of `dir`, sorted by name, as `(file name, parsed document or parse error)`.
 pub(crate) fn load(dir: &Path) -> Result<Vec<(String, Result<Value, String>)>, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-    let mut files: Vec<PathBuf> =
-        entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "json")).collect();
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
     files.sort();
     Ok(files
         .into_iter()
         .map(|p| {
             let name = p.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            let doc = std::fs::read_to_string(&p).map_err(|e| e.to_string()).and_then(|t| {
-                serde_json::from_str::<Value>(&t).map_err(|e| format!("not valid JSON: {e}"))
-            });
+            let doc = std::fs::read_to_string(&p)
+                .map_err(|e| e.to_string())
+                .and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| format!("not valid JSON: {e}")));
             (name, doc)
         })
         .collect())
@@ -48,7 +50,10 @@ fn takes_cell(op: &str) -> bool {
 pub(crate) fn run(file: &str, doc: &Value, invoke: &mut dyn FnMut(&str, &str) -> Result<String, String>) -> Outcome {
     let mut out = Outcome::default();
     let fail = |out: &mut Outcome, at: &str, msg: String| out.failures.push(format!("{file} {at}: {msg}"));
-    let Some(obj) = doc.as_object() else { fail(&mut out, "scenario", "not a JSON object".into()); return out };
+    let Some(obj) = doc.as_object() else {
+        fail(&mut out, "scenario", "not a JSON object".into());
+        return out;
+    };
     if let Some(k) = obj.keys().find(|k| !["name", "description", "cell", "steps"].contains(&k.as_str())) {
         fail(&mut out, "scenario", format!("unknown key `{k}`"));
     }
@@ -57,25 +62,42 @@ pub(crate) fn run(file: &str, doc: &Value, invoke: &mut dyn FnMut(&str, &str) ->
     }
     let steps = match obj.get("steps").and_then(Value::as_array) {
         Some(s) if !s.is_empty() => s,
-        _ => { fail(&mut out, "scenario", "`steps` must be a non-empty array".into()); return out }
+        _ => {
+            fail(&mut out, "scenario", "`steps` must be a non-empty array".into());
+            return out;
+        }
     };
     let mut cell = obj.get("cell").cloned();
     for (i, step) in steps.iter().enumerate() {
         let op = step.get("op").and_then(Value::as_str).unwrap_or("");
         let at = format!("step {i} ({op})");
-        if let Some(k) = step.as_object().and_then(|s| s.keys().find(|k| !["op", "input", "expect", "expectError"].contains(&k.as_str()))) {
+        if let Some(k) = step
+            .as_object()
+            .and_then(|s| s.keys().find(|k| !["op", "input", "expect", "expectError"].contains(&k.as_str())))
+        {
             fail(&mut out, &at, format!("unknown key `{k}`"));
         }
         let (expect, expect_error) = (step.get("expect"), step.get("expectError").and_then(Value::as_str));
-        if op.is_empty() || expect.is_some() == step.get("expectError").is_some() || step.get("expectError").is_some_and(|e| !e.is_string()) {
-            fail(&mut out, &at, "a step needs a string `op` and exactly one of `expect` / `expectError` (a string)".into());
+        if op.is_empty()
+            || expect.is_some() == step.get("expectError").is_some()
+            || step.get("expectError").is_some_and(|e| !e.is_string())
+        {
+            fail(
+                &mut out,
+                &at,
+                "a step needs a string `op` and exactly one of `expect` / `expectError` (a string)".into(),
+            );
             continue;
         }
         let mut input = step.get("input").cloned().unwrap_or_else(|| json!({}));
-        if takes_cell(op) && let (Some(req), Some(c)) = (input.as_object_mut(), &cell) && !req.contains_key("cell") {
+        if takes_cell(op)
+            && let (Some(req), Some(c)) = (input.as_object_mut(), &cell)
+            && !req.contains_key("cell")
+        {
             req.insert("cell".into(), c.clone());
         }
-        let result = invoke(op, &input.to_string()).map(|text| serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)));
+        let result = invoke(op, &input.to_string())
+            .map(|text| serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text)));
         out.transcript.push(match &result {
             Ok(answer) => json!({ "op": op, "ok": answer }),
             Err(code) => json!({ "op": op, "error": code }),
@@ -89,8 +111,17 @@ pub(crate) fn run(file: &str, doc: &Value, invoke: &mut dyn FnMut(&str, &str) ->
                 }
             }
             (Err(code), _, Some(want)) if code == want => {}
-            (Err(code), _, want) => fail(&mut out, &at, format!("\n  - expected {}\n  + got error {code}", want.map_or_else(|| "an answer".to_owned(), |w| format!("error {w}")))),
-            (Ok(answer), _, Some(want)) => fail(&mut out, &at, format!("\n  - expected error {want}\n  + got answer {answer}")),
+            (Err(code), _, want) => fail(
+                &mut out,
+                &at,
+                format!(
+                    "\n  - expected {}\n  + got error {code}",
+                    want.map_or_else(|| "an answer".to_owned(), |w| format!("error {w}"))
+                ),
+            ),
+            (Ok(answer), _, Some(want)) => {
+                fail(&mut out, &at, format!("\n  - expected error {want}\n  + got answer {answer}"))
+            }
             (Ok(_), None, None) => {}
         }
         if let (Ok(answer), Some(c)) = (&result, cell.as_mut()) {
@@ -102,13 +133,21 @@ pub(crate) fn run(file: &str, doc: &Value, invoke: &mut dyn FnMut(&str, &str) ->
 
 /// Applies an answer's `changes` to the cell, as a store commits them.
 fn apply(cell: &mut Value, changes: Option<&Value>) {
-    let Some(obj) = cell.as_object_mut() else { return };
+    let Some(obj) = cell.as_object_mut() else {
+        return;
+    };
     let files = obj.entry("files").or_insert_with(|| json!({}));
     for change in changes.and_then(Value::as_array).into_iter().flatten() {
-        let (Some(files), Some(file)) = (files.as_object_mut(), change.get("file").and_then(Value::as_str)) else { continue };
+        let (Some(files), Some(file)) = (files.as_object_mut(), change.get("file").and_then(Value::as_str)) else {
+            continue;
+        };
         match change.get("op").and_then(Value::as_str) {
-            Some("write") => { files.insert(file.to_owned(), change.get("content").cloned().unwrap_or(Value::Null)); }
-            Some("delete") => { files.remove(file); }
+            Some("write") => {
+                files.insert(file.to_owned(), change.get("content").cloned().unwrap_or(Value::Null));
+            }
+            Some("delete") => {
+                files.remove(file);
+            }
             _ => {}
         }
     }
