@@ -12,8 +12,14 @@ pub(crate) fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios")
 }
 
-/// Every `*.json` file of `dir`, sorted by name, as `(file name, parsed document or parse error)`.
-pub(crate) fn load(dir: &Path) -> Result<Vec<(String, Result<Value, String>)>, String> {
+/// One corpus file: its name and its parsed document (or why it does not parse).
+pub(crate) type Loaded = (String, Result<Value, String>);
+
+/// What a runner calls: `(op, request JSON)` -> the answer's JSON text, or the error code.
+pub(crate) type Invoke<'a> = dyn FnMut(&str, &str) -> Result<String, String> + 'a;
+
+/// Every `*.json` file of `dir`, sorted by name.
+pub(crate) fn load(dir: &Path) -> Result<Vec<Loaded>, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -47,7 +53,7 @@ fn takes_cell(op: &str) -> bool {
 }
 
 /// Runs the scenario `doc` of `file`. `invoke(op, request)` answers the JSON text or the error code.
-pub(crate) fn run(file: &str, doc: &Value, invoke: &mut dyn FnMut(&str, &str) -> Result<String, String>) -> Outcome {
+pub(crate) fn run(file: &str, doc: &Value, invoke: &mut Invoke<'_>) -> Outcome {
     let mut out = Outcome::default();
     let fail = |out: &mut Outcome, at: &str, msg: String| out.failures.push(format!("{file} {at}: {msg}"));
     let Some(obj) = doc.as_object() else {
@@ -77,11 +83,8 @@ pub(crate) fn run(file: &str, doc: &Value, invoke: &mut dyn FnMut(&str, &str) ->
         {
             fail(&mut out, &at, format!("unknown key `{k}`"));
         }
-        let (expect, expect_error) = (step.get("expect"), step.get("expectError").and_then(Value::as_str));
-        if op.is_empty()
-            || expect.is_some() == step.get("expectError").is_some()
-            || step.get("expectError").is_some_and(|e| !e.is_string())
-        {
+        let (expect, expect_error) = (step.get("expect"), step.get("expectError"));
+        if op.is_empty() || expect.is_some() == expect_error.is_some() || expect_error.is_some_and(|e| !e.is_string()) {
             fail(
                 &mut out,
                 &at,
@@ -89,6 +92,7 @@ pub(crate) fn run(file: &str, doc: &Value, invoke: &mut dyn FnMut(&str, &str) ->
             );
             continue;
         }
+        let expect_error = expect_error.and_then(Value::as_str);
         let mut input = step.get("input").cloned().unwrap_or_else(|| json!({}));
         if takes_cell(op)
             && let (Some(req), Some(c)) = (input.as_object_mut(), &cell)
