@@ -50,7 +50,8 @@ export interface ErrorCodeInfo {
   code: ErrorCode;
   /** The CLI exit code: 1 failed, 2 refused before doing anything, 3 lock held or lost. */
   exit: number;
-  hint?: string;
+  /** The standing hint, or null. */
+  hint: string | null;
 }
 
 /** The context of a CI run. */
@@ -102,6 +103,8 @@ export interface Lock {
 export interface LockView extends Lock {
   /** Whether it had expired when it was read. */
   expired: boolean;
+  /** Milliseconds from the read until `expiresAt` (negative once expired). */
+  expiresInMs: number;
 }
 
 /** A cell: one environment and scope. */

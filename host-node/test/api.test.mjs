@@ -148,7 +148,7 @@ test('invoke and errorCodes reach the core directly', () => {
   const codes = errorCodes();
   assert.ok(codes.length >= 14);
   assert.deepEqual(codes.find((c) => c.code === 'LOCK_HELD').exit, 3);
-  assert.equal(codes.find((c) => c.code === 'STORE_CONTENDED').hint ?? undefined, undefined);
+  assert.equal(codes.find((c) => c.code === 'STORE_CONTENDED').hint, null);
   assert.equal(codes.find((c) => c.code === 'USAGE').hint, 'See `baton --help`.');
 });
 

@@ -94,6 +94,7 @@ test('an expired lock is taken over and reported as preempted', async () => {
   const view = await store.readLock(cell);
   assert.equal(view.holder, 'crashed');
   assert.equal(view.expired, true);
+  assert.ok(view.expiresInMs <= 0);
   const g = await store.acquireLock({ ...cell, holder: 'b', ttlMs: 60_000 });
   assert.equal(g.preempted.holder, 'crashed');
   assert.equal(g.lock.epoch, 2);

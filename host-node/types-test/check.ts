@@ -31,6 +31,7 @@ const sha: string | null = ctx.sha;
 
 const codes: ErrorCode[] = errorCodes().map((c) => c.code);
 const exit: number = errorCodes()[0].exit;
+const standing: string | null = errorCodes()[0].hint;
 const answer: string = invoke('scope-for', JSON.stringify({ branch: 'main' }));
 
 async function use(): Promise<void> {
@@ -45,11 +46,12 @@ async function use(): Promise<void> {
   const renewed: Lock = (await store.renewLock({ ...cell, holder: 'run-1', epoch, ttlMs: 60_000 })).lock;
   const view: LockView | null = await store.readLock(cell);
   const expired: boolean | undefined = view?.expired;
+  const remaining: number | undefined = view?.expiresInMs;
   const release: Release = await store.releaseLock({ ...cell, holder: 'run-1', epoch });
   await store.releaseLock({ ...cell, holder: 'run-1' });
   const broken = await store.breakLock({ ...cell, holder: 'ops', ttlMs: 1000, reason: 'stuck' });
   const reason: string | undefined = broken.lock.broke?.reason;
-  void [kind, root, old, renewed, expired, release, reason];
+  void [kind, root, old, renewed, expired, remaining, release, reason];
 
   try {
     await store.acquireLock({ ...cell, holder: 'run-2', ttlMs: 1000 });
@@ -76,4 +78,4 @@ invoke('no-such-op', '{}');
 // @ts-expect-error detectContext is synchronous
 detectContext().then(() => {});
 
-void [scope, pr, sha, codes, exit, answer, use];
+void [scope, pr, sha, codes, exit, standing, answer, use];
