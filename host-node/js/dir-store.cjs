@@ -67,12 +67,10 @@ async function applyChanges(cellDir, changes) {
     }
   }
   if (changes.length > 0) {
-    const dir = await fs.open(cellDir, 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    // Best effort, as in the native host: some file systems refuse to fsync a directory.
+    const dir = await fs.open(cellDir, 'r').catch(() => null);
+    await dir?.sync().catch(() => {});
+    await dir?.close();
   }
 }
 
