@@ -175,6 +175,9 @@ struct ReleaseRequest {
     holder: String,
     #[serde(default)]
     epoch: Option<u64>,
+    /// Accepted (hosts add `nowMs` to every cell request) and not needed.
+    #[serde(default, rename = "nowMs")]
+    _now_ms: Option<UnixMs>,
 }
 
 /// `lock-read`: `{cell, nowMs}` -> `{lock: {..., expired} | null}`.
@@ -203,6 +206,9 @@ struct FenceRequest {
     cell: Cell,
     holder: String,
     epoch: u64,
+    /// Accepted (hosts add `nowMs` to every cell request) and not needed.
+    #[serde(default, rename = "nowMs")]
+    _now_ms: Option<UnixMs>,
 }
 
 #[cfg(test)]

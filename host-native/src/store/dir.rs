@@ -77,7 +77,7 @@ impl DirStore {
     ) -> Result<Value, HostError> {
         let dir = self.cell_dir(core, env, scope)?;
         std::fs::create_dir_all(&dir).map_err(|e| HostError::io(format!("cannot create {}", dir.display()), &e))?;
-        let _mutex = CellMutex::take(&dir.join("lock.mutex"), &format!("{env}/{scope}"))?;
+        let _mutex = CellMutex::take(&dir.join("lock.mutex"), env, scope)?;
         let cell = self.load(core, &dir, env, scope)?;
         let answer = decide(core, cell, now_ms())?;
         if let Some(changes) = answer.get("changes").and_then(Value::as_array) {

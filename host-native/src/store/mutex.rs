@@ -27,7 +27,7 @@ pub struct CellMutex {
 impl CellMutex {
     /// Takes the mutex at `path` (the cell's `lock.mutex`), waiting while a live process holds it.
     /// `label` (`env/scope`) names the cell in the timeout error.
-    pub fn take(path: &Path, label: &str) -> Result<Self, HostError> {
+    pub fn take(path: &Path, env: &str, scope: &str) -> Result<Self, HostError> {
         let token = random_hex(8);
         let pid = std::process::id();
         let content =
@@ -62,17 +62,19 @@ impl CellMutex {
                 break Err(HostError::new(
                     "STORE_CONTENDED",
                     format!(
-                        "Timed out after {} s waiting for the mutex of {label} ({}), held by pid {}. If that process is stuck, stop it; baton never breaks the mutex of a live process.",
+                        "Timed out after {} s waiting for the mutex of {env}/{scope} ({}), held by pid {}.",
                         bound.as_secs_f64(),
                         path.display(),
                         owner_pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
                     ),
                 )
+                .with("environment", env)
+                .with("scope", scope)
                 .with("path", path.display().to_string())
                 .with("holderPid", owner_pid.map_or(Value::Null, Value::from)));
             }
-            spins += 1;
             let base = f64::from((2 + spins).min(25));
+            spins += 1;
             let jitter = 0.5 + f64::from(random_u32() % 1000) / 1000.0;
             std::thread::sleep(Duration::from_micros((base * jitter * 1000.0) as u64));
         };
@@ -92,15 +94,15 @@ impl Drop for CellMutex {
 /// Whether the mutex owner described by `content` no longer exists (see the protocol).
 fn owner_gone(content: Option<&Value>) -> bool {
     let Some(v) = content else { return true };
-    let Some(pid) = v.get("pid").and_then(Value::as_u64).and_then(|p| u32::try_from(p).ok()) else {
+    let Some(pid) = v.get("pid").and_then(Value::as_u64).and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0) else {
         return true;
     };
     if v.get("host").and_then(Value::as_str).is_some_and(|h| h != hostname()) {
         return false;
     }
     match v.get("start").and_then(Value::as_str) {
-        Some(start) => process_start(pid).as_deref() != Some(start),
-        None => !process_alive(pid),
+        Some(start) if Path::new("/proc/self/stat").exists() => process_start(pid).as_deref() != Some(start),
+        _ => !process_alive(pid),
     }
 }
 

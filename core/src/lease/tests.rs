@@ -1,0 +1,232 @@
+//! Unit tests of the lease machine: pacing, deadline, loss, waiting, release retries.
+
+use super::*;
+use crate::error::ErrorCode;
+use serde_json::{Map, Value, json};
+
+const TTL: u64 = 900;
+
+fn machine(f: impl FnOnce(&mut LeaseConfig)) -> LeaseMachine {
+    let mut cfg = LeaseConfig::new("preview", "pr-1", "run-a");
+    cfg.ttl_ms = TTL;
+    f(&mut cfg);
+    LeaseMachine::new(cfg).unwrap()
+}
+
+fn drain(m: &mut LeaseMachine) -> Vec<Action> {
+    std::iter::from_fn(|| m.poll_action()).collect()
+}
+
+fn store_ids(actions: &[Action]) -> Vec<(u64, &'static str)> {
+    actions.iter().filter_map(|a| if let Action::Store { id, op, .. } = a { Some((*id, *op)) } else { None }).collect()
+}
+
+fn events(actions: &[Action]) -> Vec<LeaseEvent> {
+    actions.iter().filter_map(|a| if let Action::Event { event } = a { Some(event.clone()) } else { None }).collect()
+}
+
+fn ok(lock_epoch: u64) -> StoreResult {
+    StoreResult::Ok(
+        json!({"lock": {"holder": "run-a", "epoch": lock_epoch, "expiresAt": "2026-10-10T12:15:00.000Z"}, "preempted": null}),
+    )
+}
+
+fn err(code: &str) -> StoreResult {
+    let mut m = Map::new();
+    m.insert("code".into(), code.into());
+    m.insert("message".into(), format!("{code} happened").into());
+    if code == "LOCK_HELD" {
+        m.insert("lock".into(), json!({"holder": "run-b", "expiresAt": "2026-10-10T12:15:00.000Z"}));
+    }
+    StoreResult::Error(m)
+}
+
+/// Acquires at t=0 with the acquire answered at `answered`.
+fn held(answered: u64) -> LeaseMachine {
+    let mut m = machine(|_| {});
+    m.acquire(0).unwrap();
+    assert_eq!(store_ids(&drain(&mut m)), vec![(1, "lock-acquire")]);
+    m.handle_store_result(1, ok(1), answered).unwrap();
+    m
+}
+
+#[test]
+fn acquire_emits_one_request_and_then_acquired() {
+    let mut m = held(10);
+    let evs = events(&drain(&mut m));
+    assert!(matches!(evs.as_slice(), [LeaseEvent::Acquired { epoch: 1, warning: None, .. }]), "{evs:?}");
+    // Renewal TTL/3 after the acquire settled; deadline TTL - TTL/5 after it was sent.
+    assert_eq!(m.poll_timeout(), Some(310));
+    assert_eq!(m.fencing_token(100), Some(1));
+}
+
+#[test]
+fn renewals_are_paced_and_never_two_in_flight() {
+    let mut m = held(10);
+    drain(&mut m);
+    m.handle_timeout(310);
+    assert_eq!(store_ids(&drain(&mut m)), vec![(2, "lock-renew")]);
+    // A slow store: nothing else is sent however often the host wakes the machine.
+    for t in [400, 500, 600, 700] {
+        m.handle_timeout(t);
+        assert!(store_ids(&drain(&mut m)).is_empty(), "a second request at {t}");
+    }
+    assert_eq!(m.poll_timeout(), Some(720), "only the deadline is pending while a renewal is in flight");
+    m.handle_store_result(2, ok(1), 710).unwrap();
+    assert!(matches!(events(&drain(&mut m)).as_slice(), [LeaseEvent::Renewed { .. }]));
+    // Sent at 310: valid until 310 + 720; next renewal 300 after it settled.
+    assert_eq!(m.poll_timeout(), Some(1010));
+    assert_eq!(m.fencing_token(1029), Some(1));
+    assert_eq!(m.fencing_token(1030), None);
+}
+
+#[test]
+fn the_deadline_stops_the_holder_when_renewals_do_not_get_through() {
+    let mut m = held(10);
+    drain(&mut m);
+    m.handle_timeout(310);
+    drain(&mut m);
+    m.handle_timeout(720);
+    let evs = events(&drain(&mut m));
+    let [LeaseEvent::MustStop { error }] = evs.as_slice() else { panic!("{evs:?}") };
+    assert_eq!(error["code"], "LOCK_LOST");
+    assert_eq!(m.fencing_token(720), None);
+    m.handle_timeout(800);
+    assert!(drain(&mut m).is_empty(), "must-stop is emitted once");
+}
+
+#[test]
+fn renewal_errors_other_than_loss_are_retried_at_the_next_tick() {
+    let mut m = held(0);
+    drain(&mut m);
+    m.handle_timeout(300);
+    drain(&mut m);
+    m.handle_store_result(2, err("STORE_CONTENDED"), 350).unwrap();
+    assert!(matches!(events(&drain(&mut m)).as_slice(), [LeaseEvent::RenewFailed { .. }]));
+    assert_eq!(m.poll_timeout(), Some(650));
+    m.handle_timeout(650);
+    assert_eq!(store_ids(&drain(&mut m)), vec![(3, "lock-renew")]);
+}
+
+#[test]
+fn loss_stops_renewals_and_release_touches_nothing() {
+    let mut m = held(0);
+    drain(&mut m);
+    m.handle_timeout(300);
+    drain(&mut m);
+    m.handle_store_result(2, err("LOCK_LOST"), 320).unwrap();
+    assert!(matches!(events(&drain(&mut m)).as_slice(), [LeaseEvent::Lost { .. }]));
+    assert_eq!(m.fencing_token(321), None);
+    assert_eq!(m.poll_timeout(), None);
+    m.release(400);
+    let actions = drain(&mut m);
+    assert!(store_ids(&actions).is_empty());
+    assert_eq!(events(&actions), vec![LeaseEvent::Released { released: false }]);
+    assert!(m.is_finished());
+}
+
+#[test]
+fn release_waits_for_a_renewal_in_flight_then_retries_200_400_800() {
+    let mut m = held(0);
+    drain(&mut m);
+    m.handle_timeout(300);
+    drain(&mut m);
+    m.release(310);
+    assert!(store_ids(&drain(&mut m)).is_empty(), "no release while the renewal is in flight");
+    m.handle_store_result(2, ok(1), 320).unwrap();
+    let actions = drain(&mut m);
+    assert_eq!(store_ids(&actions), vec![(3, "lock-release")]);
+    let mut t = 320;
+    for (id, delay) in [(3, 200), (4, 400), (5, 800)] {
+        m.handle_store_result(id, err("STORE_PERMISSION"), t).unwrap();
+        assert!(drain(&mut m).is_empty());
+        assert_eq!(m.poll_timeout(), Some(t + delay));
+        t += delay;
+        m.handle_timeout(t);
+        assert_eq!(store_ids(&drain(&mut m)), vec![(id + 1, "lock-release")]);
+    }
+    m.handle_store_result(6, err("STORE_PERMISSION"), t).unwrap();
+    let evs = events(&drain(&mut m));
+    let [LeaseEvent::ReleaseFailed { warning, .. }] = evs.as_slice() else { panic!("{evs:?}") };
+    assert!(warning.contains("stays held until about 2026-10-10T12:15:00.000Z"), "{warning}");
+    assert!(m.is_finished());
+}
+
+#[test]
+fn waiting_polls_until_granted_and_reports_who_holds_it() {
+    let mut m = machine(|c| {
+        c.wait = true;
+        c.poll_ms = 100;
+        c.wait_timeout_ms = 1000;
+    });
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    m.handle_store_result(1, err("LOCK_HELD"), 5).unwrap();
+    let evs = events(&drain(&mut m));
+    assert!(
+        matches!(&evs[..], [LeaseEvent::Waiting { holder, waited_ms: 5, remaining_ms: 995, .. }] if holder == "run-b"),
+        "{evs:?}"
+    );
+    assert_eq!(m.poll_timeout(), Some(105));
+    m.handle_timeout(105);
+    assert_eq!(store_ids(&drain(&mut m)), vec![(2, "lock-acquire")]);
+    m.handle_store_result(2, ok(4), 110).unwrap();
+    assert!(matches!(events(&drain(&mut m)).as_slice(), [LeaseEvent::Acquired { epoch: 4, .. }]));
+}
+
+#[test]
+fn waiting_gives_up_at_the_wait_timeout() {
+    let mut m = machine(|c| {
+        c.wait = true;
+        c.poll_ms = 400;
+        c.wait_timeout_ms = 1000;
+    });
+    m.acquire(0).unwrap();
+    let mut id = 1;
+    let mut now = 0;
+    loop {
+        drain(&mut m);
+        m.handle_store_result(id, err("LOCK_HELD"), now).unwrap();
+        let actions = drain(&mut m);
+        if let [LeaseEvent::AcquireFailed { error }] = events(&actions).as_slice() {
+            assert_eq!(error["code"], "LOCK_HELD");
+            assert!(error["message"].as_str().unwrap().contains("Gave up after waiting 1 s"));
+            break;
+        }
+        now = m.poll_timeout().expect("polls again");
+        assert!(now <= 1000, "never polls past the timeout");
+        m.handle_timeout(now);
+        id += 1;
+    }
+    assert_eq!(now, 1000, "the last attempt is at the timeout");
+}
+
+#[test]
+fn without_wait_a_held_lock_fails_at_once() {
+    let mut m = machine(|_| {});
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    m.handle_store_result(1, err("LOCK_HELD"), 5).unwrap();
+    assert!(matches!(events(&drain(&mut m)).as_slice(), [LeaseEvent::AcquireFailed { .. }]));
+    assert!(m.is_finished());
+}
+
+#[test]
+fn a_takeover_warns() {
+    let mut m = machine(|_| {});
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    let answer = json!({"lock": {"holder": "run-a", "epoch": 2}, "preempted": {"holder": "crashed", "acquiredAt": "2026-10-10T12:00:00.000Z"}});
+    m.handle_store_result(1, StoreResult::Ok(answer), 5).unwrap();
+    let evs = events(&drain(&mut m));
+    let [LeaseEvent::Acquired { warning: Some(w), .. }] = evs.as_slice() else { panic!("{evs:?}") };
+    assert_eq!(w, "Took over an expired lock held by crashed since 2026-10-10T12:00:00.000Z.");
+}
+
+#[test]
+fn misuse_is_internal() {
+    let mut m = held(0);
+    assert_eq!(m.handle_store_result(7, ok(1), 1).unwrap_err().code, ErrorCode::Internal);
+    assert_eq!(m.acquire(1).unwrap_err().code, ErrorCode::Internal);
+    let _: Value = json!(null);
+}
