@@ -8,7 +8,8 @@
 wit_bindgen::generate!({ world: "core", path: "../wit" });
 
 use baton_core::{CoreError, ErrorCode as Code, api};
-use exports::baton::core::decisions::{Error, ErrorCode, ErrorInfo, Guest};
+use exports::baton::core::decisions::{Error, ErrorCode, ErrorInfo, Guest, GuestLease, Lease as LeaseHandle};
+use std::cell::RefCell;
 
 struct Component;
 
@@ -27,6 +28,8 @@ fn code(c: Code) -> ErrorCode {
         Code::ReceiptCorrupt => ErrorCode::ReceiptCorrupt,
         Code::ReceiptVersion => ErrorCode::ReceiptVersion,
         Code::IntentUnresolved => ErrorCode::IntentUnresolved,
+        Code::CommandFailed => ErrorCode::CommandFailed,
+        Code::Interrupted => ErrorCode::Interrupted,
         Code::Internal => ErrorCode::Internal,
     }
 }
@@ -39,7 +42,42 @@ fn call(op: &str, request: String) -> Result<String, Error> {
     api::invoke(op, &request).map_err(error)
 }
 
+/// The `lease` resource: a core lease machine behind a `RefCell` (resources are called through `&self`).
+struct Lease(RefCell<baton_core::lease::LeaseMachine>);
+
+impl GuestLease for Lease {
+    fn create(config: String) -> Result<LeaseHandle, Error> {
+        api::lease_new(&config).map(|m| LeaseHandle::new(Self(RefCell::new(m)))).map_err(error)
+    }
+    fn acquire(&self, now_ms: u64) -> Result<(), Error> {
+        self.0.borrow_mut().acquire(now_ms).map_err(error)
+    }
+    fn release(&self, now_ms: u64) {
+        self.0.borrow_mut().release(now_ms);
+    }
+    fn handle_timeout(&self, now_ms: u64) {
+        self.0.borrow_mut().handle_timeout(now_ms);
+    }
+    fn handle_store_result(&self, id: u64, outcome: String, now_ms: u64) -> Result<(), Error> {
+        api::lease_store_result(&mut self.0.borrow_mut(), id, &outcome, now_ms).map_err(error)
+    }
+    fn poll_action(&self) -> Option<String> {
+        api::lease_poll_action(&mut self.0.borrow_mut())
+    }
+    fn poll_timeout(&self) -> Option<u64> {
+        self.0.borrow().poll_timeout()
+    }
+    fn fencing_token(&self, now_ms: u64) -> Option<u64> {
+        self.0.borrow().fencing_token(now_ms)
+    }
+    fn is_finished(&self) -> bool {
+        self.0.borrow().is_finished()
+    }
+}
+
 impl Guest for Component {
+    type Lease = Lease;
+
     fn scope_for(branch: String, pr: Option<u64>, default_branch: Option<String>) -> String {
         baton_core::scope::scope_for(&branch, pr, default_branch.as_deref())
     }
@@ -69,6 +107,9 @@ impl Guest for Component {
     }
     fn fence_check(request: String) -> Result<String, Error> {
         call("fence-check", request)
+    }
+    fn fenced_write(request: String) -> Result<String, Error> {
+        call("fenced-write", request)
     }
     fn render(request: String) -> Result<String, Error> {
         call("render", request)

@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 13] = [
+pub const OPS: [&str; 14] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -28,6 +28,7 @@ pub const OPS: [&str; 13] = [
     "lock-read",
     "lock-break",
     "fence-check",
+    "fenced-write",
     "render",
     "error-codes",
     "cell-files",
@@ -55,11 +56,38 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "fence-check" => {
             run(op, input, |r: FenceRequest| Ok(json!({ "lock": lock::check_fence(&r.cell, &r.holder, r.epoch)? })))
         }
+        "fenced-write" => {
+            run(op, input, |r: FencedWriteRequest| lock::fenced_write(&r.cell, &r.holder, r.epoch, &r.file, &r.content))
+        }
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
         "cell-files" => Ok(to_json(&STATE_FILES)),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
+}
+
+/// Creates a lease machine from its JSON configuration (`LeaseConfig`); `USAGE` for bad timing, `INTERNAL`
+/// for JSON that does not parse.
+pub fn lease_new(config: &str) -> Result<crate::lease::LeaseMachine, CoreError> {
+    let cfg =
+        serde_json::from_str(config).map_err(|e| CoreError::internal(format!("invalid lease configuration: {e}")))?;
+    crate::lease::LeaseMachine::new(cfg)
+}
+
+/// Feeds a store result given as JSON (`{"ok": answer}` or `{"error": {...}}`) to a lease machine.
+pub fn lease_store_result(
+    machine: &mut crate::lease::LeaseMachine,
+    id: u64,
+    result: &str,
+    now: u64,
+) -> Result<(), CoreError> {
+    let result = serde_json::from_str(result).map_err(|e| CoreError::internal(format!("invalid store result: {e}")))?;
+    machine.handle_store_result(id, result, now)
+}
+
+/// The next action of a lease machine as JSON.
+pub fn lease_poll_action(machine: &mut crate::lease::LeaseMachine) -> Option<String> {
+    machine.poll_action().map(|a| to_json(&a))
 }
 
 fn run<Req: DeserializeOwned, Ans: Serialize>(
@@ -206,6 +234,20 @@ struct FenceRequest {
     cell: Cell,
     holder: String,
     epoch: u64,
+    /// Accepted (hosts add `nowMs` to every cell request) and not needed.
+    #[serde(default, rename = "nowMs")]
+    _now_ms: Option<UnixMs>,
+}
+
+/// `fenced-write`: `{cell, holder, epoch, file, content}` -> `{changes, lock}` or `LOCK_LOST`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FencedWriteRequest {
+    cell: Cell,
+    holder: String,
+    epoch: u64,
+    file: String,
+    content: String,
     /// Accepted (hosts add `nowMs` to every cell request) and not needed.
     #[serde(default, rename = "nowMs")]
     _now_ms: Option<UnixMs>,

@@ -70,8 +70,8 @@ pub struct GitFacts {
     pub branch: Option<String>,
     /// `git rev-parse HEAD`.
     pub sha: Option<String>,
-    /// `gh pr view --json number -q .number`, when it answered with a number.
-    pub pr: Option<u64>,
+    /// `gh pr view --json number -q .number`, when it answered with a number (non-positive: no PR).
+    pub pr: Option<i64>,
     /// Why git could not answer, for the error message.
     pub error: Option<String>,
 }
@@ -230,6 +230,11 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
         acc.pr(Some(positive_int(vars.get("BITBUCKET_PR_ID"))));
     }
 
+    // A bad environment is refused before anyone runs git for the rest.
+    if let Some(env) = &acc.env {
+        validate_name("env", env)?;
+    }
+
     // A named scope (`--scope`, then `BATON_SCOPE`, which `baton run` exports) needs no branch.
     let named_scope = o.scope.as_deref().map(str::trim).filter(|s| !s.is_empty()).or_else(|| vars.get("BATON_SCOPE"));
 
@@ -242,7 +247,7 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
         acc.branch(git.branch.as_deref());
         acc.sha(git.sha.as_deref());
         if branch_from_git && acc.branch.is_some() {
-            acc.pr(Some(git.pr.filter(|n| *n > 0)));
+            acc.pr(Some(git.pr.and_then(|n| u64::try_from(n).ok()).filter(|n| *n > 0)));
         }
         if acc.branch.is_none() {
             let why = git.error.as_deref().map(|e| format!(" (git: {})", e.trim())).unwrap_or_default();
@@ -278,13 +283,17 @@ fn github(vars: &Vars<'_>, event: Option<&Value>, acc: &mut Acc) {
     if acc.pr.is_some() {
         return;
     }
-    if let Some(n) = vars.get("GITHUB_REF").and_then(pull_ref_number) {
+    if let Some(n) = vars.get("GITHUB_REF").and_then(pull_ref_number).filter(|n| *n > 0) {
         acc.pr(Some(Some(n)));
         return;
     }
-    let from_event = event.and_then(|e| {
-        e.pointer("/pull_request/number").and_then(Value::as_u64).or_else(|| e.get("number").and_then(Value::as_u64))
-    });
+    let from_event = event
+        .and_then(|e| {
+            e.pointer("/pull_request/number")
+                .and_then(Value::as_u64)
+                .or_else(|| e.get("number").and_then(Value::as_u64))
+        })
+        .filter(|n| *n > 0);
     if let Some(n) = from_event {
         acc.pr(Some(Some(n)));
     } else if vars.is_set("GITHUB_ACTIONS") {
@@ -302,12 +311,15 @@ fn pull_ref_number(r: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
-/// The trailing number of a URL such as `https://github.com/o/r/pull/12` or `.../12/`.
+/// The trailing number of a URL such as `https://github.com/o/r/pull/12` or `.../12/` (the original's
+/// `/(\d+)/?$`: digits right after a `/`), when positive.
 fn trailing_number(url: &str) -> Option<u64> {
     let s = url.strip_suffix('/').unwrap_or(url);
-    let start = s.rfind(|c: char| !c.is_ascii_digit()).map_or(0, |i| i + 1);
-    let digits = &s[start..];
-    if digits.is_empty() { None } else { digits.parse().ok() }
+    let (_, digits) = s.rsplit_once('/')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|n| *n > 0)
 }
 
 fn parse_pr_override(v: &Value) -> Result<Option<u64>, CoreError> {
@@ -394,5 +406,7 @@ mod tests {
         assert_eq!(trailing_number("https://github.com/o/r/pull/12"), Some(12));
         assert_eq!(trailing_number("https://github.com/o/r/pull/12/"), Some(12));
         assert_eq!(trailing_number("https://x/y"), None);
+        assert_eq!(trailing_number("https://x/o/r/pull21"), None);
+        assert_eq!(trailing_number("https://x/o/r/pull/0"), None);
     }
 }

@@ -35,13 +35,17 @@ pub enum ErrorCode {
     ReceiptVersion,
     /// A write-ahead intent could not be resolved to a resource or its absence.
     IntentUnresolved,
+    /// The command run under the lease (`baton run -- CMD`) failed; the CLI exits with its exit code.
+    CommandFailed,
+    /// A signal stopped baton before the command started.
+    Interrupted,
     /// Anything unexpected: a bug, or a host that broke the contract.
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 16] = [
         Self::LockHeld,
         Self::LockLost,
         Self::LockCorrupt,
@@ -55,6 +59,8 @@ impl ErrorCode {
         Self::ReceiptCorrupt,
         Self::ReceiptVersion,
         Self::IntentUnresolved,
+        Self::CommandFailed,
+        Self::Interrupted,
         Self::Internal,
     ];
 
@@ -74,6 +80,8 @@ impl ErrorCode {
             Self::ReceiptCorrupt => "RECEIPT_CORRUPT",
             Self::ReceiptVersion => "RECEIPT_VERSION",
             Self::IntentUnresolved => "INTENT_UNRESOLVED",
+            Self::CommandFailed => "COMMAND_FAILED",
+            Self::Interrupted => "INTERRUPTED",
             Self::Internal => "INTERNAL",
         }
     }

@@ -150,6 +150,21 @@ fn last_epoch(cell: &Cell, lock: Option<&LockRecord>) -> Result<u64, CoreError> 
     Ok(recorded.max(lock.map_or(0, |l| l.epoch)))
 }
 
+/// The epoch after `last`; an epoch at the end of the range means the cell's files were tampered with.
+fn next_epoch(cell: &Cell, last: u64) -> Result<u64, CoreError> {
+    last.checked_add(1).ok_or_else(|| {
+        CoreError::new(
+            ErrorCode::LockCorrupt,
+            format!(
+                "The epoch of {} is at the end of its range ({last}), so no greater epoch can be granted. Make sure no run is active, then delete epoch.json and lock.json by hand.",
+                cell.label()
+            ),
+        )
+        .with("environment", cell.env.clone())
+        .with("scope", cell.scope.clone())
+    })
+}
+
 /// Checks a holder name: non-empty, at most 200 characters, no control characters.
 pub fn validate_holder(holder: &str) -> Result<(), CoreError> {
     if holder.trim().is_empty() || holder.len() > 200 || holder.chars().any(char::is_control) {
@@ -209,13 +224,14 @@ fn grant(
 /// `LOCK_CORRUPT` on an unreadable one.
 pub fn acquire(cell: &Cell, holder: &str, ttl_ms: u64, now: UnixMs) -> Result<Grant, CoreError> {
     validate_holder(holder)?;
+    validate_ttl(ttl_ms)?;
     let current = parse_lock(cell)?;
     if let Some(lock) = &current
         && !lock.expired(now)
     {
         return Err(held_error(cell, lock));
     }
-    let epoch = last_epoch(cell, current.as_ref())? + 1;
+    let epoch = next_epoch(cell, last_epoch(cell, current.as_ref())?)?;
     let (lock, changes) = grant(holder, ttl_ms, now, epoch, Map::new())?;
     Ok(Grant { changes, lock, preempted: current })
 }
@@ -255,6 +271,7 @@ pub fn read(cell: &Cell, now: UnixMs) -> Result<Option<LockView>, CoreError> {
 /// broke what and why in the new lock (`broke`). The old lock is returned as `preempted`.
 pub fn break_lock(cell: &Cell, holder: &str, ttl_ms: u64, now: UnixMs, reason: &str) -> Result<Grant, CoreError> {
     validate_holder(holder)?;
+    validate_ttl(ttl_ms)?;
     if reason.trim().is_empty() {
         return Err(CoreError::usage("breaking a lock needs a reason (--reason): it is recorded for whoever held it"));
     }
@@ -263,7 +280,8 @@ pub fn break_lock(cell: &Cell, holder: &str, ttl_ms: u64, now: UnixMs, reason: &
         Err(e) => (None, Some(e.message)),
     };
     // An unreadable epoch.json is exactly what a break repairs: fall back to what the lock says.
-    let epoch = last_epoch(cell, current.as_ref()).unwrap_or_else(|_| current.as_ref().map_or(0, |l| l.epoch)) + 1;
+    let last = last_epoch(cell, current.as_ref()).unwrap_or_else(|_| current.as_ref().map_or(0, |l| l.epoch));
+    let epoch = next_epoch(cell, last)?;
     let mut broke = Map::new();
     broke.insert("at".into(), format_iso(now).into());
     broke.insert("reason".into(), reason.trim().into());
@@ -301,6 +319,32 @@ pub fn check_fence(cell: &Cell, holder: &str, epoch: u64) -> Result<LockRecord, 
             .with("current", other.as_ref().map_or(Value::Null, LockRecord::to_value)))
         }
     }
+}
+
+/// A fenced write of one data file of the cell: refused with `LOCK_LOST` (and nothing written) unless
+/// `holder` holds the lock at `epoch`, checked in the same transaction as the write.
+pub fn fenced_write(cell: &Cell, holder: &str, epoch: u64, file: &str, content: &str) -> Result<Grant, CoreError> {
+    validate_data_file(file)?;
+    let lock = check_fence(cell, holder, epoch)?;
+    Ok(Grant { changes: vec![Change::Write { file: file.into(), content: content.into() }], lock, preempted: None })
+}
+
+/// A data file name: 1-100 characters from `[A-Za-z0-9._-]`, not hidden, not one of the cell's own files
+/// (`lock.json`, `epoch.json`, `latest.json`, `lock.mutex`) and not a temp or tomb name.
+pub fn validate_data_file(file: &str) -> Result<(), CoreError> {
+    let plain = !file.is_empty()
+        && file.len() <= 100
+        && !file.starts_with('.')
+        && file.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    let reserved = [LOCK_FILE, EPOCH_FILE, "latest.json", "lock.mutex"].contains(&file)
+        || file.ends_with(".tmp")
+        || file.ends_with(".tomb");
+    if !plain || reserved {
+        return Err(CoreError::usage(format!(
+            "`{file}` cannot be written: use 1-100 characters from A-Z a-z 0-9 . _ -, not starting with a dot, and not one of baton's own files (lock.json, epoch.json, latest.json, lock.mutex, *.tmp, *.tomb)"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -382,6 +426,18 @@ mod tests {
         let e = check_fence(&c, "a", 1).unwrap_err();
         assert_eq!(e.code, ErrorCode::LockLost);
         assert_eq!(e.details["current"]["holder"], "b");
+    }
+
+    #[test]
+    fn fenced_writes_land_only_under_the_lock() {
+        let mut c = cell();
+        c.apply(&acquire(&c, "a", 1000, T0).unwrap().changes);
+        let g = fenced_write(&c, "a", 1, "state.json", "{}").unwrap();
+        assert_eq!(g.changes, vec![Change::Write { file: "state.json".into(), content: "{}".into() }]);
+        assert_eq!(fenced_write(&c, "a", 2, "state.json", "{}").unwrap_err().code, ErrorCode::LockLost);
+        for bad in ["lock.json", "epoch.json", ".x", "a/b", "", "x.tmp"] {
+            assert_eq!(fenced_write(&c, "a", 1, bad, "{}").unwrap_err().code, ErrorCode::Usage, "{bad}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::error::HostError;
 use serde_json::Value;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
-use wasmtime::component::{Component, Linker};
+use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Config, Engine, Store};
 
 mod bindings {
@@ -80,6 +80,7 @@ impl CoreComponent {
             "lock-read" => d.call_lock_read(s, &req),
             "lock-break" => d.call_lock_break(s, &req),
             "fence-check" => d.call_fence_check(s, &req),
+            "fenced-write" => d.call_fenced_write(s, &req),
             "render" => d.call_render(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
@@ -112,6 +113,76 @@ pub fn imports_of(bytes: &[u8]) -> Result<Vec<String>, HostError> {
     let engine = Engine::new(&Config::new()).map_err(wasm_error)?;
     let component = Component::new(&engine, bytes).map_err(wasm_error)?;
     Ok(component.component_type().imports(&engine).map(|(name, _)| name.to_owned()).collect())
+}
+
+/// A lease machine living inside the component (the WIT `lease` resource). Drop it with
+/// [`CoreComponent::lease_drop`].
+#[derive(Debug)]
+pub struct LeaseRef(ResourceAny);
+
+impl CoreComponent {
+    /// Creates a lease machine from its configuration (`baton_core::lease::LeaseConfig` as JSON).
+    pub fn lease_create(&mut self, config: &Value) -> Result<LeaseRef, HostError> {
+        let d = self.core.baton_core_decisions();
+        let res = d.lease().call_create(&mut self.store, &config.to_string()).map_err(wasm_error)?.map_err(from_wit)?;
+        Ok(LeaseRef(res))
+    }
+
+    /// Starts acquiring.
+    pub fn lease_acquire(&mut self, l: &LeaseRef, now: u64) -> Result<(), HostError> {
+        let d = self.core.baton_core_decisions();
+        d.lease().call_acquire(&mut self.store, l.0, now).map_err(wasm_error)?.map_err(from_wit)
+    }
+
+    /// Ends the lease.
+    pub fn lease_release(&mut self, l: &LeaseRef, now: u64) -> Result<(), HostError> {
+        self.core.baton_core_decisions().lease().call_release(&mut self.store, l.0, now).map_err(wasm_error)
+    }
+
+    /// Wakes the machine.
+    pub fn lease_timeout(&mut self, l: &LeaseRef, now: u64) -> Result<(), HostError> {
+        self.core.baton_core_decisions().lease().call_handle_timeout(&mut self.store, l.0, now).map_err(wasm_error)
+    }
+
+    /// Reports the outcome of store request `id`: `{"ok": answer}` or `{"error": {...}}`.
+    pub fn lease_store_result(&mut self, l: &LeaseRef, id: u64, outcome: &Value, now: u64) -> Result<(), HostError> {
+        let d = self.core.baton_core_decisions();
+        d.lease()
+            .call_handle_store_result(&mut self.store, l.0, id, &outcome.to_string(), now)
+            .map_err(wasm_error)?
+            .map_err(from_wit)
+    }
+
+    /// The next action, parsed.
+    pub fn lease_poll_action(&mut self, l: &LeaseRef) -> Result<Option<Value>, HostError> {
+        let d = self.core.baton_core_decisions();
+        let action = d.lease().call_poll_action(&mut self.store, l.0).map_err(wasm_error)?;
+        action
+            .map(|a| {
+                serde_json::from_str(&a).map_err(|e| HostError::internal(format!("invalid action from the core: {e}")))
+            })
+            .transpose()
+    }
+
+    /// When to wake the machine next.
+    pub fn lease_poll_timeout(&mut self, l: &LeaseRef) -> Result<Option<u64>, HostError> {
+        self.core.baton_core_decisions().lease().call_poll_timeout(&mut self.store, l.0).map_err(wasm_error)
+    }
+
+    /// The epoch to fence writes with, while the lease is safely held at `now`.
+    pub fn lease_fencing_token(&mut self, l: &LeaseRef, now: u64) -> Result<Option<u64>, HostError> {
+        self.core.baton_core_decisions().lease().call_fencing_token(&mut self.store, l.0, now).map_err(wasm_error)
+    }
+
+    /// Whether the lease is over.
+    pub fn lease_is_finished(&mut self, l: &LeaseRef) -> Result<bool, HostError> {
+        self.core.baton_core_decisions().lease().call_is_finished(&mut self.store, l.0).map_err(wasm_error)
+    }
+
+    /// Frees the machine inside the component.
+    pub fn lease_drop(&mut self, l: LeaseRef) -> Result<(), HostError> {
+        l.0.resource_drop(&mut self.store).map_err(wasm_error)
+    }
 }
 
 fn from_wit(e: WitError) -> HostError {

@@ -8,11 +8,76 @@ use wasm_bindgen::prelude::*;
 /// whose `json` is the whole error object (`{"code","message","hint"?,...details}`) as JSON text.
 #[wasm_bindgen]
 pub fn invoke(op: &str, request: &str) -> Result<String, JsValue> {
-    baton_core::api::invoke(op, request).map_err(|e| {
-        let err = js_sys::Error::new(&e.message);
-        // Setting properties on a fresh Error object cannot fail.
-        let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code.as_str().into());
-        let _ = js_sys::Reflect::set(&err, &"json".into(), &e.to_json().to_string().into());
-        err.into()
-    })
+    baton_core::api::invoke(op, request).map_err(core_error)
+}
+
+/// The holder's side of one lease (`baton_core::lease`). Times are the host's monotonic clock in whole
+/// milliseconds (`Math.floor(performance.now())`); actions are JSON text.
+#[wasm_bindgen]
+pub struct Lease(baton_core::lease::LeaseMachine);
+
+fn core_error(e: baton_core::CoreError) -> JsValue {
+    // Setting properties on a fresh Error object cannot fail.
+    let err = js_sys::Error::new(&e.message);
+    let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code.as_str().into());
+    let _ = js_sys::Reflect::set(&err, &"json".into(), &e.to_json().to_string().into());
+    err.into()
+}
+
+/// A JS number as whole milliseconds: finite, integral and within 0..=2^53.
+fn ms(now: f64) -> Result<u64, JsValue> {
+    if now.is_finite() && now >= 0.0 && now.fract() == 0.0 && now <= 9_007_199_254_740_992.0 {
+        Ok(now as u64)
+    } else {
+        Err(core_error(baton_core::CoreError::internal(format!("time must be whole milliseconds >= 0, got {now}"))))
+    }
+}
+
+#[wasm_bindgen]
+impl Lease {
+    /// Creates a lease machine from its JSON configuration; throws USAGE for inconsistent timing.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: &str) -> Result<Lease, JsValue> {
+        baton_core::api::lease_new(config).map(Lease).map_err(core_error)
+    }
+    /// Starts acquiring (once).
+    pub fn acquire(&mut self, now: f64) -> Result<(), JsValue> {
+        self.0.acquire(ms(now)?).map_err(core_error)
+    }
+    /// Ends the lease.
+    pub fn release(&mut self, now: f64) -> Result<(), JsValue> {
+        self.0.release(ms(now)?);
+        Ok(())
+    }
+    /// Wakes the machine.
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(&mut self, now: f64) -> Result<(), JsValue> {
+        self.0.handle_timeout(ms(now)?);
+        Ok(())
+    }
+    /// Reports the outcome of store request `id` (`{"ok":...}` or `{"error":...}` as JSON text).
+    #[wasm_bindgen(js_name = handleStoreResult)]
+    pub fn handle_store_result(&mut self, id: f64, result: &str, now: f64) -> Result<(), JsValue> {
+        baton_core::api::lease_store_result(&mut self.0, ms(id)?, result, ms(now)?).map_err(core_error)
+    }
+    /// The next action as JSON text, or `undefined`.
+    #[wasm_bindgen(js_name = pollAction)]
+    pub fn poll_action(&mut self) -> Option<String> {
+        baton_core::api::lease_poll_action(&mut self.0)
+    }
+    /// When to call `handleTimeout` next, or `undefined`.
+    #[wasm_bindgen(js_name = pollTimeout)]
+    pub fn poll_timeout(&self) -> Option<f64> {
+        self.0.poll_timeout().map(|t| t as f64)
+    }
+    /// The epoch to fence writes with while the lease is safely held at `now`, or `undefined`.
+    #[wasm_bindgen(js_name = fencingToken)]
+    pub fn fencing_token(&self, now: f64) -> Result<Option<f64>, JsValue> {
+        Ok(self.0.fencing_token(ms(now)?).map(|t| t as f64))
+    }
+    /// Whether the lease is over.
+    #[wasm_bindgen(js_name = isFinished)]
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
 }

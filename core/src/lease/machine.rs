@@ -74,11 +74,18 @@ pub enum LeaseEvent {
     Lost {
         /// The `LOCK_LOST` error.
         error: Value,
+        /// How long the host may let its work shut down before killing it.
+        #[serde(rename = "graceMs")]
+        grace_ms: u64,
     },
     /// The holder's own deadline was reached: stop before the lock could be taken over.
     MustStop {
         /// The `LOCK_LOST` error explaining why.
         error: Value,
+        /// How long the host may let its work shut down before killing it: half the margin, so the work
+        /// ends before the lock could expire for others even with clock skew up to half the margin.
+        #[serde(rename = "graceMs")]
+        grace_ms: u64,
     },
     /// The lease is over. `released` says whether a lock of ours was removed from the store.
     Released {
@@ -348,7 +355,8 @@ impl LeaseMachine {
             .with("holder", self.cfg.holder.clone())
             .with("epoch", h.epoch)
             .with("current", Value::Null);
-            self.event(LeaseEvent::MustStop { error: error.to_json() });
+            let grace_ms = self.timing.margin / 2;
+            self.event(LeaseEvent::MustStop { error: error.to_json(), grace_ms });
         }
     }
 
@@ -408,6 +416,7 @@ impl LeaseMachine {
 
     fn on_renewed(&mut self, result: StoreResult, sent_at: Mono, now: Mono) {
         let renew_every = self.timing.renew_every;
+        let grace_ms = self.timing.margin / 2;
         let valid_for = self.timing.ttl - self.timing.margin;
         let State::Held(h) = &mut self.state else { return };
         match result {
@@ -421,7 +430,7 @@ impl LeaseMachine {
             StoreResult::Error(error) if error.get("code").and_then(Value::as_str) == Some("LOCK_LOST") => {
                 h.lost = true;
                 h.next_renew = None;
-                self.event(LeaseEvent::Lost { error: Value::Object(error) });
+                self.event(LeaseEvent::Lost { error: Value::Object(error), grace_ms });
             }
             StoreResult::Error(error) => {
                 h.next_renew = Some(now + renew_every);

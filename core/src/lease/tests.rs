@@ -88,7 +88,7 @@ fn the_deadline_stops_the_holder_when_renewals_do_not_get_through() {
     drain(&mut m);
     m.handle_timeout(720);
     let evs = events(&drain(&mut m));
-    let [LeaseEvent::MustStop { error }] = evs.as_slice() else { panic!("{evs:?}") };
+    let [LeaseEvent::MustStop { error, grace_ms: 90 }] = evs.as_slice() else { panic!("{evs:?}") };
     assert_eq!(error["code"], "LOCK_LOST");
     assert_eq!(m.fencing_token(720), None);
     m.handle_timeout(800);
