@@ -18,7 +18,14 @@ fn conformance_corpus() {
                 continue;
             }
         };
-        let mut native = |op: &str, input: &str| invoke(op, input).map_err(|e| e.code.as_str().to_owned());
+        let mut lease = runner::NativeLease::default();
+        let mut native = |op: &str, input: &str| {
+            if op.starts_with("lease-") {
+                runner::lease_step(&mut lease, op, input)
+            } else {
+                invoke(op, input).map_err(|e| e.code.as_str().to_owned())
+            }
+        };
         let outcome = runner::run(file, doc, &mut native);
         steps += outcome.transcript.len();
         failures.extend(outcome.failures);

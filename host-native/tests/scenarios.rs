@@ -4,7 +4,62 @@
 #[path = "../../core/tests/runner/mod.rs"]
 mod runner;
 
-use baton_native::engine::CoreComponent;
+use baton_native::engine::{CoreComponent, LeaseRef};
+use baton_native::error::HostError;
+
+/// The component's `lease` resource for the `lease-*` steps.
+struct ComponentLease<'a> {
+    core: &'a mut CoreComponent,
+    lease: Option<LeaseRef>,
+}
+
+fn code(e: HostError) -> String {
+    e.code
+}
+
+impl ComponentLease<'_> {
+    fn parts(&mut self) -> Result<(&mut CoreComponent, &LeaseRef), String> {
+        let lease = self.lease.as_ref().ok_or_else(|| "INTERNAL".to_owned())?;
+        Ok((self.core, lease))
+    }
+}
+
+impl runner::LeaseApi for ComponentLease<'_> {
+    fn create(&mut self, config: &str) -> Result<(), String> {
+        let config = serde_json::from_str(config).map_err(|_| "INTERNAL".to_owned())?;
+        self.lease = Some(self.core.lease_create(&config).map_err(code)?);
+        Ok(())
+    }
+    fn acquire(&mut self, now: u64) -> Result<(), String> {
+        let (core, l) = self.parts()?;
+        core.lease_acquire(l, now).map_err(code)
+    }
+    fn release(&mut self, now: u64) -> Result<(), String> {
+        let (core, l) = self.parts()?;
+        core.lease_release(l, now).map_err(code)
+    }
+    fn timeout(&mut self, now: u64) -> Result<(), String> {
+        let (core, l) = self.parts()?;
+        core.lease_timeout(l, now).map_err(code)
+    }
+    fn store_result(&mut self, id: u64, outcome: &str, now: u64) -> Result<(), String> {
+        let (core, l) = self.parts()?;
+        let outcome = serde_json::from_str(outcome).map_err(|_| "INTERNAL".to_owned())?;
+        core.lease_store_result(l, id, &outcome, now).map_err(code)
+    }
+    fn poll_action(&mut self) -> Result<Option<String>, String> {
+        let (core, l) = self.parts()?;
+        Ok(core.lease_poll_action(l).map_err(code)?.map(|a| a.to_string()))
+    }
+    fn poll_timeout(&mut self) -> Result<Option<u64>, String> {
+        let (core, l) = self.parts()?;
+        core.lease_poll_timeout(l).map_err(code)
+    }
+    fn token(&mut self, now: u64) -> Result<Option<u64>, String> {
+        let (core, l) = self.parts()?;
+        core.lease_fencing_token(l, now).map_err(code)
+    }
+}
 
 #[test]
 fn conformance_corpus_through_the_component() {
@@ -17,14 +72,26 @@ fn conformance_corpus_through_the_component() {
             failures.push(format!("{file}: not valid JSON"));
             continue;
         };
+        let mut lease = ComponentLease { core: &mut core, lease: None };
         let mut component = |op: &str, input: &str| {
+            if op.starts_with("lease-") {
+                return runner::lease_step(&mut lease, op, input);
+            }
             let request: serde_json::Value = serde_json::from_str(input).map_err(|_| "INTERNAL".to_owned())?;
-            core.invoke(op, &request).map(|v| v.to_string()).map_err(|e| e.code)
+            lease.core.invoke(op, &request).map(|v| v.to_string()).map_err(|e| e.code)
         };
         let wasm = runner::run(file, doc, &mut component);
+        if let Some(l) = lease.lease.take() {
+            lease.core.lease_drop(l).expect("drops");
+        }
         failures.extend(wasm.failures);
-        let mut native =
-            |op: &str, input: &str| baton_core::api::invoke(op, input).map_err(|e| e.code.as_str().to_owned());
+        let mut native_lease = runner::NativeLease::default();
+        let mut native = |op: &str, input: &str| {
+            if op.starts_with("lease-") {
+                return runner::lease_step(&mut native_lease, op, input);
+            }
+            baton_core::api::invoke(op, input).map_err(|e| e.code.as_str().to_owned())
+        };
         let reference = runner::run(file, doc, &mut native);
         if wasm.transcript != reference.transcript {
             failures.push(format!(

@@ -47,7 +47,7 @@ pub(crate) struct Outcome {
     pub(crate) failures: Vec<String>,
 }
 
-/// Ops whose request takes the current cell.
+/// Ops whose request takes the current cell (the lease-* steps never do).
 fn takes_cell(op: &str) -> bool {
     op.starts_with("lock-") || op == "fence-check"
 }
@@ -176,5 +176,93 @@ pub(crate) fn mismatches(path: &str, want: &Value, got: &Value, out: &mut Vec<St
         }
         _ if want == got => {}
         _ => out.push(format!("  {path}\n    - expected {want}\n    + actual   {got}")),
+    }
+}
+
+/// A lease machine behind one of the bindings, for the `lease-*` steps (one lease per scenario).
+pub(crate) trait LeaseApi {
+    /// `lease-new`: creates the scenario's lease from its JSON configuration.
+    fn create(&mut self, config: &str) -> Result<(), String>;
+    /// `lease-acquire`.
+    fn acquire(&mut self, now: u64) -> Result<(), String>;
+    /// `lease-release`.
+    fn release(&mut self, now: u64) -> Result<(), String>;
+    /// `lease-timeout`.
+    fn timeout(&mut self, now: u64) -> Result<(), String>;
+    /// `lease-result`.
+    fn store_result(&mut self, id: u64, outcome: &str, now: u64) -> Result<(), String>;
+    /// The next action as JSON text.
+    fn poll_action(&mut self) -> Result<Option<String>, String>;
+    /// When to wake the machine.
+    fn poll_timeout(&mut self) -> Result<Option<u64>, String>;
+    /// `lease-token`.
+    fn token(&mut self, now: u64) -> Result<Option<u64>, String>;
+}
+
+/// Runs one `lease-*` step: calls the machine, then drains it. Answers `{actions, timeout}` (or `{}` for
+/// `lease-new`, `{token}` for `lease-token`) as JSON text; errors by code.
+pub(crate) fn lease_step(api: &mut dyn LeaseApi, op: &str, input: &str) -> Result<String, String> {
+    let input: Value = serde_json::from_str(input).map_err(|_| "INTERNAL".to_owned())?;
+    let num = |k: &str| input.get(k).and_then(Value::as_u64).ok_or_else(|| "INTERNAL".to_owned());
+    match op {
+        "lease-new" => return api.create(&input.to_string()).map(|()| "{}".to_owned()),
+        "lease-token" => return Ok(json!({ "token": api.token(num("now")?)? }).to_string()),
+        "lease-acquire" => api.acquire(num("now")?)?,
+        "lease-release" => api.release(num("now")?)?,
+        "lease-timeout" => api.timeout(num("now")?)?,
+        "lease-result" => {
+            let outcome = input.get("result").ok_or_else(|| "INTERNAL".to_owned())?.to_string();
+            api.store_result(num("id")?, &outcome, num("now")?)?;
+        }
+        _ => return Err("INTERNAL".into()),
+    }
+    let mut actions = Vec::new();
+    while let Some(a) = api.poll_action()? {
+        actions.push(serde_json::from_str::<Value>(&a).map_err(|_| "INTERNAL".to_owned())?);
+    }
+    Ok(json!({ "actions": actions, "timeout": api.poll_timeout()? }).to_string())
+}
+
+/// The native lease machine for the `lease-*` steps.
+#[derive(Default)]
+pub(crate) struct NativeLease(Option<baton_core::lease::LeaseMachine>);
+
+impl NativeLease {
+    fn machine(&mut self) -> Result<&mut baton_core::lease::LeaseMachine, String> {
+        self.0.as_mut().ok_or_else(|| "INTERNAL".to_owned())
+    }
+}
+
+fn code(e: baton_core::CoreError) -> String {
+    e.code.as_str().to_owned()
+}
+
+impl LeaseApi for NativeLease {
+    fn create(&mut self, config: &str) -> Result<(), String> {
+        self.0 = Some(baton_core::api::lease_new(config).map_err(code)?);
+        Ok(())
+    }
+    fn acquire(&mut self, now: u64) -> Result<(), String> {
+        self.machine()?.acquire(now).map_err(code)
+    }
+    fn release(&mut self, now: u64) -> Result<(), String> {
+        self.machine()?.release(now);
+        Ok(())
+    }
+    fn timeout(&mut self, now: u64) -> Result<(), String> {
+        self.machine()?.handle_timeout(now);
+        Ok(())
+    }
+    fn store_result(&mut self, id: u64, outcome: &str, now: u64) -> Result<(), String> {
+        baton_core::api::lease_store_result(self.machine()?, id, outcome, now).map_err(code)
+    }
+    fn poll_action(&mut self) -> Result<Option<String>, String> {
+        Ok(baton_core::api::lease_poll_action(self.machine()?))
+    }
+    fn poll_timeout(&mut self) -> Result<Option<u64>, String> {
+        Ok(self.machine()?.poll_timeout())
+    }
+    fn token(&mut self, now: u64) -> Result<Option<u64>, String> {
+        Ok(self.machine()?.fencing_token(now))
     }
 }
