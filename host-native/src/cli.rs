@@ -30,7 +30,30 @@ pub enum Command {
     /// Acquire, release or inspect the lock (lease) of a scope
     #[command(subcommand)]
     Lock(LockCommand),
+    /// Run a command under the scope's lease: acquire it (or wait), run CMD with BATON_ENV, BATON_SCOPE,
+    /// BATON_HOLDER, BATON_EPOCH and BATON_STORE set, renew in the background, stop CMD (SIGTERM, then
+    /// SIGKILL) before the lease could be taken over if renewals stop getting through or another run took
+    /// it, and release it on every exit path. Exits with CMD's code, or 3 (LOCK_HELD, LOCK_LOST)
+    #[command(after_long_help = RUN_HELP)]
+    Run(RunArgs),
+    /// Write one data file of the scope's cell, fenced: it lands only if the holder still holds the lease at
+    /// that epoch, checked in the same atomic step (exit 3 with LOCK_LOST otherwise). Reads the content from
+    /// stdin. Inside `baton run`, holder, epoch, scope and store come from the environment
+    Write(WriteArgs),
 }
+
+const RUN_HELP: &str = "\
+Safety: only the run holding the lease at an epoch can write under that epoch; the store checks holder and
+epoch in the same step as every fenced write, so a paused or partitioned run is refused once another run
+took over, whatever the clocks say. The holder also stops itself at its own deadline: send time of the last
+successful renewal + TTL - margin (TTL/5), measured on this machine's monotonic clock. Other runs judge
+expiry from the lock's wall-clock expiresAt, so hosts' clocks must agree to within half the margin
+(3 minutes at the default TTL of 15 minutes) for the holder to stop before anyone can take over.
+
+Examples:
+  baton run -- ./deploy.sh
+  baton run --wait --wait-timeout 20m -- terraform apply -auto-approve
+  baton run --json --scope pr-42 -- make preview";
 
 /// `baton scope`.
 #[derive(Args, Debug)]
@@ -53,6 +76,11 @@ pub enum LockCommand {
     Release(ReleaseArgs),
     /// Show the lock of a scope: free, held (until when) or expired
     Status(TargetArgs),
+    /// Extend the lock of a holder at an epoch by its TTL (exit 3 with LOCK_LOST if it is not held so)
+    Renew(RenewArgs),
+    /// Take the lock over on purpose, whatever holds it (a live, expired or unreadable lock); the reason and
+    /// the previous lock are recorded in the new lock. Use only when you know the holder is gone
+    Break(BreakArgs),
 }
 
 /// Which scope's lock, in which store, and how to print.
@@ -69,6 +97,37 @@ pub struct TargetArgs {
     pub json: bool,
 }
 
+/// How a lease is held and waited for. Unset values take the core's defaults.
+#[derive(Args, Debug, Clone)]
+pub struct LeaseArgs {
+    /// How long the lock lives unless renewed (500ms, 90s, 15m, 2h) [default: 15m]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub ttl: Option<u64>,
+    /// Wait while another run holds the lock, printing who holds it, instead of exiting 3 with LOCK_HELD
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits at most [default: 10m]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub wait_timeout: Option<u64>,
+    /// Time between two attempts while waiting [default: 2s]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub poll_interval: Option<u64>,
+}
+
+impl LeaseArgs {
+    /// The lease configuration for the core (`baton_core::lease::LeaseConfig`).
+    pub fn config(&self, env: &str, scope: &str, holder: &str) -> serde_json::Value {
+        let mut c = serde_json::json!({ "env": env, "scope": scope, "holder": holder, "wait": self.wait });
+        for (key, value) in [("ttlMs", self.ttl), ("waitTimeoutMs", self.wait_timeout), ("pollMs", self.poll_interval)]
+        {
+            if let Some(v) = value {
+                c[key] = v.into();
+            }
+        }
+        c
+    }
+}
+
 /// `baton lock acquire`.
 #[derive(Args, Debug)]
 pub struct AcquireArgs {
@@ -78,9 +137,74 @@ pub struct AcquireArgs {
     /// Holder name, kept to release the lock later [default: BATON_HOLDER, else a new run-<8 hex>]
     #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
     pub holder: Option<String>,
-    /// How long the lock lives unless renewed (500ms, 90s, 15m, 2h)
+    /// TTL and waiting.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+}
+
+/// `baton lock renew`.
+#[derive(Args, Debug)]
+pub struct RenewArgs {
+    /// Which lock.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The holder [default: BATON_HOLDER]
+    #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
+    pub holder: Option<String>,
+    /// The epoch it holds [default: BATON_EPOCH]
+    #[arg(long, value_name = "N", env = "BATON_EPOCH")]
+    pub epoch: Option<u64>,
+    /// The new lifetime from now
     #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
     pub ttl: u64,
+}
+
+/// `baton lock break`.
+#[derive(Args, Debug)]
+pub struct BreakArgs {
+    /// Which lock.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Why the lock is broken; recorded in the new lock for whoever held it
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+    /// Holder of the new lock [default: BATON_HOLDER, else a new break-<8 hex>]
+    #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
+    pub holder: Option<String>,
+    /// Lifetime of the new lock
+    #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
+    pub ttl: u64,
+}
+
+/// `baton run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Which scope and store.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// TTL and waiting.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// The command to run and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+/// `baton write`.
+#[derive(Args, Debug)]
+pub struct WriteArgs {
+    /// The data file of the cell to write (letters, digits, . _ -)
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// Which cell.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The holder of the lease [default: BATON_HOLDER]
+    #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
+    pub holder: Option<String>,
+    /// The epoch of the lease [default: BATON_EPOCH]
+    #[arg(long, value_name = "N", env = "BATON_EPOCH")]
+    pub epoch: Option<u64>,
 }
 
 /// `baton lock release`.

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod commands;
 pub mod context;
+pub mod driver;
 pub mod duration;
 pub mod engine;
 pub mod error;

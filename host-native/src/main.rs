@@ -4,7 +4,7 @@ use baton_native::cli::{Cli, Command, LockCommand};
 use baton_native::commands;
 use baton_native::engine::CoreComponent;
 use baton_native::error::HostError;
-use baton_native::output::finish;
+use baton_native::output::{finish, finish_with};
 use clap::Parser;
 use clap::error::ErrorKind;
 use std::process::ExitCode;
@@ -25,19 +25,50 @@ fn main() -> ExitCode {
     };
     let (command, json) = match &cli.command {
         Command::Scope(a) => ("scope", a.json),
+        Command::Run(a) => ("run", a.target.json),
+        Command::Write(a) => ("write", a.target.json),
         Command::Lock(LockCommand::Acquire(a)) => ("lock acquire", a.target.json),
         Command::Lock(LockCommand::Release(a)) => ("lock release", a.target.json),
         Command::Lock(LockCommand::Status(a)) => ("lock status", a.json),
+        Command::Lock(LockCommand::Renew(a)) => ("lock renew", a.target.json),
+        Command::Lock(LockCommand::Break(a)) => ("lock break", a.target.json),
     };
     let mut core = match CoreComponent::load() {
         Ok(core) => core,
         Err(e) => return ExitCode::from(finish(None, Some(command), json, Err(e))),
     };
+    let async_command = matches!(cli.command, Command::Run(_) | Command::Lock(LockCommand::Acquire(_)));
+    if async_command {
+        let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                let err = HostError::io("cannot start the async runtime", &e);
+                return ExitCode::from(finish(Some(&mut core), Some(command), json, Err(err)));
+            }
+        };
+        let (mut core, outcome, exit) = runtime.block_on(async {
+            match &cli.command {
+                Command::Run(a) => {
+                    let (core, end) = commands::run::run(core, a).await;
+                    (core, end.outcome, end.exit)
+                }
+                Command::Lock(LockCommand::Acquire(a)) => {
+                    let (core, outcome) = commands::lock::acquire(core, a).await;
+                    (core, outcome, None)
+                }
+                _ => unreachable!("only async commands get here"),
+            }
+        });
+        return ExitCode::from(finish_with(Some(&mut core), Some(command), json, outcome, exit));
+    }
     let outcome = match &cli.command {
         Command::Scope(a) => commands::scope::run(&mut core, a),
-        Command::Lock(LockCommand::Acquire(a)) => commands::lock::acquire(&mut core, a),
+        Command::Write(a) => commands::write::run(&mut core, a),
         Command::Lock(LockCommand::Release(a)) => commands::lock::release(&mut core, a),
         Command::Lock(LockCommand::Status(a)) => commands::lock::status(&mut core, a),
+        Command::Lock(LockCommand::Renew(a)) => commands::lock::renew(&mut core, a),
+        Command::Lock(LockCommand::Break(a)) => commands::lock::break_lock(&mut core, a),
+        Command::Run(_) | Command::Lock(LockCommand::Acquire(_)) => unreachable!("handled above"),
     };
     ExitCode::from(finish(Some(&mut core), Some(command), json, outcome))
 }

@@ -10,6 +10,18 @@ pub type Outcome = Result<Map<String, Value>, HostError>;
 /// Prints `outcome` of `command` (as one JSON envelope on stdout with `json`, else the error line on stderr)
 /// and returns the exit code.
 pub fn finish(core: Option<&mut CoreComponent>, command: Option<&str>, json: bool, outcome: Outcome) -> u8 {
+    finish_with(core, command, json, outcome, None)
+}
+
+/// Like [`finish`], with an exit code that replaces the one the core derives from the error code (a failed
+/// command's own exit code under `baton run`).
+pub fn finish_with(
+    core: Option<&mut CoreComponent>,
+    command: Option<&str>,
+    json: bool,
+    outcome: Outcome,
+    exit_override: Option<u8>,
+) -> u8 {
     let request = match &outcome {
         Ok(data) => json!({ "command": command, "data": data }),
         Err(e) => json!({ "command": command, "error": e.to_json() }),
@@ -32,7 +44,7 @@ pub fn finish(core: Option<&mut CoreComponent>, command: Option<&str>, json: boo
     } else if let Some(text) = text {
         eprintln!("{text}");
     }
-    exit
+    exit_override.unwrap_or(exit)
 }
 
 /// Prints a progress or warning line for people (stderr), prefixed with `baton:`.

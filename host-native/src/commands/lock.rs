@@ -1,6 +1,7 @@
 //! `baton lock acquire|release|status`.
 
-use crate::cli::{AcquireArgs, ReleaseArgs, TargetArgs};
+use crate::cli::{AcquireArgs, BreakArgs, ReleaseArgs, RenewArgs, TargetArgs};
+use crate::driver::Driver;
 use crate::duration::human;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
@@ -10,20 +11,21 @@ use crate::store::mutex::random_hex;
 use serde_json::{Map, Value, json};
 
 /// The cell a lock command works on.
-struct Target {
-    store: DirStore,
-    env: String,
-    scope: String,
+pub(crate) struct Target {
+    pub(crate) store: DirStore,
+    pub(crate) env: String,
+    pub(crate) scope: String,
+    pub(crate) context: Value,
 }
 
-fn target(core: &mut CoreComponent, args: &TargetArgs) -> Result<Target, HostError> {
+pub(crate) fn target(core: &mut CoreComponent, args: &TargetArgs) -> Result<Target, HostError> {
     let context = crate::context::detect(core, &args.ctx)?;
     let store = super::open_store(core, args.store.as_deref())?;
     let field = |k: &str| context[k].as_str().unwrap_or_default().to_owned();
-    Ok(Target { store, env: field("env"), scope: field("scope") })
+    Ok(Target { store, env: field("env"), scope: field("scope"), context })
 }
 
-fn data(t: &Target, fields: impl IntoIterator<Item = (&'static str, Value)>) -> Map<String, Value> {
+pub(crate) fn data(t: &Target, fields: impl IntoIterator<Item = (&'static str, Value)>) -> Map<String, Value> {
     let mut data = Map::new();
     data.insert("environment".into(), t.env.clone().into());
     data.insert("scope".into(), t.scope.clone().into());
@@ -34,45 +36,142 @@ fn data(t: &Target, fields: impl IntoIterator<Item = (&'static str, Value)>) -> 
     data
 }
 
-/// `baton lock acquire`.
-pub fn acquire(core: &mut CoreComponent, args: &AcquireArgs) -> Outcome {
-    let t = target(core, &args.target)?;
+/// A holder given by flag or `BATON_HOLDER`, or `USAGE` saying which flag to pass.
+pub(crate) fn required_holder(holder: &Option<String>, what: &str) -> Result<String, HostError> {
+    holder.clone().filter(|h| !h.trim().is_empty()).ok_or_else(|| {
+        HostError::usage(format!("{what} needs the holder that acquired the lock: pass --holder (or set BATON_HOLDER)"))
+    })
+}
+
+/// `baton lock acquire`: one lease acquisition through the core's lease machine (which also does the
+/// waiting); the lock then stays held until released, renewed or expired.
+pub async fn acquire(mut core: CoreComponent, args: &AcquireArgs) -> (CoreComponent, Outcome) {
+    let t = match target(&mut core, &args.target) {
+        Ok(t) => t,
+        Err(e) => return (core, Err(e)),
+    };
     let holder =
         args.holder.clone().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| format!("run-{}", random_hex(4)));
+    let config = args.lease.config(&t.env, &t.scope, &holder);
+    let mut driver = match Driver::start(core, t.store.clone(), &config) {
+        Ok(d) => d,
+        Err((core, e)) => return (core, Err(e)),
+    };
+    let outcome = acquire_with(&mut driver, &t).await;
+    let outcome = outcome.map(|acquired| {
+        if !args.target.json {
+            let lock = &acquired["lock"];
+            note(format!(
+                "acquired {}/{} as {holder} (epoch {}) until {}",
+                t.env,
+                t.scope,
+                lock["epoch"],
+                lock["expiresAt"].as_str().unwrap_or("?")
+            ));
+            println!("{holder}");
+        }
+        data(&t, [("lock", acquired["lock"].clone()), ("preempted", acquired["preempted"].clone())])
+    });
+    (driver.into_core(), outcome)
+}
+
+/// Drives the machine until the lease is acquired (the `acquired` event) or refused, printing progress
+/// while waiting.
+pub(crate) async fn acquire_with(driver: &mut Driver, t: &Target) -> Result<Value, HostError> {
+    let mut events = driver.acquire()?;
+    loop {
+        for event in events {
+            match event["kind"].as_str() {
+                Some("acquired") => {
+                    if let Some(w) = event["warning"].as_str() {
+                        note(w);
+                    }
+                    return Ok(event);
+                }
+                Some("waiting") => note(format!(
+                    "waiting for {}/{}: held by {} until {} (waited {}, giving up in {})",
+                    t.env,
+                    t.scope,
+                    event["holder"].as_str().unwrap_or("?"),
+                    event["expiresAt"].as_str().unwrap_or("?"),
+                    human(event["waitedMs"].as_i64().unwrap_or(0)),
+                    human(event["remainingMs"].as_i64().unwrap_or(0)),
+                )),
+                Some("acquire-failed") => {
+                    return Err(match event["error"].as_object() {
+                        Some(obj) => HostError::from_json(obj.clone()),
+                        None => HostError::internal("acquire failed without an error"),
+                    });
+                }
+                _ => {}
+            }
+        }
+        let wake = driver.wake_at()?;
+        events = tokio::select! {
+            Some((id, outcome)) = driver.next_result() => driver.on_result(id, &outcome)?,
+            () = sleep_until(wake) => driver.on_timeout()?,
+        };
+    }
+}
+
+/// Sleeps until `at`, or forever without one.
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `baton lock renew`.
+pub fn renew(core: &mut CoreComponent, args: &RenewArgs) -> Outcome {
+    let holder = required_holder(&args.holder, "renewing")?;
+    let epoch =
+        args.epoch.ok_or_else(|| HostError::usage("renewing needs the epoch: pass --epoch (or set BATON_EPOCH)"))?;
+    let t = target(core, &args.target)?;
     let ttl = args.ttl;
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
-        core.invoke("lock-acquire", &json!({ "cell": cell, "holder": holder, "ttlMs": ttl, "nowMs": now }))
+        core.invoke(
+            "lock-renew",
+            &json!({ "cell": cell, "holder": holder, "epoch": epoch, "ttlMs": ttl, "nowMs": now }),
+        )
     })?;
-    let lock = answer["lock"].clone();
-    let preempted = answer["preempted"].clone();
-    if !preempted.is_null() {
-        note(format!(
-            "took over an expired lock held by {} since {}",
-            preempted["holder"].as_str().unwrap_or("?"),
-            preempted["acquiredAt"].as_str().unwrap_or("?")
-        ));
-    }
     if !args.target.json {
         note(format!(
-            "acquired {}/{} as {} (epoch {}) until {}",
+            "renewed {}/{} ({holder}, epoch {epoch}) until {}",
             t.env,
             t.scope,
-            holder,
-            lock["epoch"],
-            lock["expiresAt"].as_str().unwrap_or("?")
+            answer["lock"]["expiresAt"].as_str().unwrap_or("?")
+        ));
+    }
+    Ok(data(&t, [("lock", answer["lock"].clone())]))
+}
+
+/// `baton lock break`.
+pub fn break_lock(core: &mut CoreComponent, args: &BreakArgs) -> Outcome {
+    let t = target(core, &args.target)?;
+    let holder =
+        args.holder.clone().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| format!("break-{}", random_hex(4)));
+    let (ttl, reason) = (args.ttl, args.reason.clone());
+    let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
+        core.invoke(
+            "lock-break",
+            &json!({ "cell": cell, "holder": holder, "ttlMs": ttl, "nowMs": now, "reason": reason }),
+        )
+    })?;
+    if !args.target.json {
+        let previous = answer["preempted"]["holder"].as_str().unwrap_or("nobody");
+        note(format!(
+            "broke the lock of {}/{} (held by {previous}); {holder} holds it now (epoch {})",
+            t.env, t.scope, answer["lock"]["epoch"]
         ));
         println!("{holder}");
     }
-    Ok(data(&t, [("lock", lock), ("preempted", preempted)]))
+    Ok(data(&t, [("lock", answer["lock"].clone()), ("preempted", answer["preempted"].clone())]))
 }
 
 /// `baton lock release`.
 pub fn release(core: &mut CoreComponent, args: &ReleaseArgs) -> Outcome {
-    let Some(holder) = args.holder.clone().filter(|h| !h.trim().is_empty()) else {
-        return Err(HostError::usage(
-            "releasing needs the holder that acquired the lock: pass --holder (or set BATON_HOLDER)",
-        ));
-    };
+    let holder = required_holder(&args.holder, "releasing")?;
     let t = target(core, &args.target)?;
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, _now| {
         core.invoke("lock-release", &json!({ "cell": cell, "holder": holder, "epoch": args.epoch }))

@@ -1,7 +1,9 @@
 //! One file per command group. Each returns the envelope data (or the error) for `output::finish`.
 
 pub mod lock;
+pub mod run;
 pub mod scope;
+pub mod write;
 
 use crate::engine::CoreComponent;
 use crate::error::HostError;

@@ -1,0 +1,31 @@
+//! `baton write FILE`: a fenced write of one data file of the cell, content from stdin.
+
+use super::lock::{data, required_holder, target};
+use crate::cli::WriteArgs;
+use crate::engine::CoreComponent;
+use crate::error::HostError;
+use crate::output::{Outcome, note};
+use serde_json::json;
+use std::io::Read;
+
+/// Reads stdin and writes it to `FILE` of the cell if the holder still holds the lease at the epoch.
+pub fn run(core: &mut CoreComponent, args: &WriteArgs) -> Outcome {
+    let holder = required_holder(&args.holder, "a fenced write")?;
+    let epoch = args
+        .epoch
+        .ok_or_else(|| HostError::usage("a fenced write needs the epoch: pass --epoch (or set BATON_EPOCH)"))?;
+    let mut content = String::new();
+    std::io::stdin().read_to_string(&mut content).map_err(|e| HostError::io("cannot read stdin", &e))?;
+    let t = target(core, &args.target)?;
+    let file = args.file.clone();
+    let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
+        core.invoke(
+            "fenced-write",
+            &json!({ "cell": cell, "holder": holder, "epoch": epoch, "file": file, "content": content, "nowMs": now }),
+        )
+    })?;
+    if !args.target.json {
+        note(format!("wrote {} of {}/{} under epoch {epoch}", args.file, t.env, t.scope));
+    }
+    Ok(data(&t, [("file", args.file.clone().into()), ("epoch", epoch.into()), ("lock", answer["lock"].clone())]))
+}
