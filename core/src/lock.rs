@@ -186,12 +186,7 @@ fn validate_ttl(ttl_ms: u64) -> Result<i64, CoreError> {
 fn held_error(cell: &Cell, lock: &LockRecord) -> CoreError {
     CoreError::new(
         ErrorCode::LockHeld,
-        format!(
-            "Another run ({}) holds the lock for {} until {}. Wait for it, or run again with --wait.",
-            lock.holder,
-            cell.label(),
-            lock.expires_at
-        ),
+        format!("Another run ({}) holds the lock for {} until {}.", lock.holder, cell.label(), lock.expires_at),
     )
     .with("lock", lock.to_value())
 }

@@ -31,6 +31,8 @@ impl Latency {
 /// One holder: a process that runs one lease.
 #[derive(Clone, Debug)]
 pub(crate) struct HolderPlan {
+    /// The holder name written into the lock (a re-run of a job may reuse its predecessor's).
+    pub(crate) name: String,
     /// Virtual time at which it calls `acquire`.
     pub(crate) start: u64,
     /// Its wall clock minus the true time (ms).
@@ -50,6 +52,8 @@ pub(crate) struct HolderPlan {
     pub(crate) crash_at: Option<u64>,
     /// `(start, duration)` of its freezes.
     pub(crate) pauses: Vec<(u64, u64)>,
+    /// When the user cancels it (the host calls `release` whatever the state), if ever.
+    pub(crate) cancel_at: Option<u64>,
 }
 
 /// A deliberate defect in the simulated host or store, to prove that the invariant checks can fail.
@@ -92,6 +96,8 @@ pub(crate) struct Plan {
     /// Virtual time by which every holder must have finished (I6).
     pub(crate) horizon: u64,
     pub(crate) sabotage: Sabotage,
+    /// Whether I7's known deviation (release during an acquire that fails) fails the schedule.
+    pub(crate) strict_release: bool,
 }
 
 impl Plan {
@@ -118,7 +124,7 @@ impl Plan {
             (Latency::fixed_max(20), Latency::fixed_max(20), Latency::fixed_max(20), 0)
         } else {
             let slow = |rng: &mut Rng| Latency {
-                max: rng.pick(&[5, 30, 120, 300]),
+                max: rng.pick(&[0, 2, 5, 30, 120, 300]),
                 slow_permille: rng.pick(&[0, 20, 60, 150]),
                 slow_max: rng.range(ttl / 3, ttl * 5 / 2),
             };
@@ -130,9 +136,12 @@ impl Plan {
         // Skews: |skew| <= margin/2, so two holders differ by at most the margin (the documented tolerance).
         let half = (margin / 2) as i64;
         let skew_mode = rng.below(10);
+        // Sometimes waiting holders poll densely, to land right at the moment a lock expires.
+        let dense_poll = rng.chance(150);
+        let poll_lo = if rng.chance(300) { 1 } else { 3 };
         let n = rng.range(2, 5) as usize;
         let mut holders = Vec::with_capacity(n);
-        for _ in 0..n {
+        for i in 0..n {
             let skew = match skew_mode {
                 0 => 0,
                 1..=5 => rng.irange(-(half - 1), half - 1),
@@ -141,9 +150,10 @@ impl Plan {
             };
             let start = if rng.chance(500) { 0 } else { rng.range(0, 3 * ttl) };
             let wait = rng.chance(600);
-            let poll = rng.range(60, 400);
+            let poll = if dense_poll { rng.range(poll_lo, 30) } else { rng.range(60, 400) };
             let work = rng.range(ttl / 8, 2 * ttl);
             let mut h = HolderPlan {
+                name: format!("run-{i}"),
                 start,
                 skew,
                 mono_off: rng.range(0, 1 << 40),
@@ -155,7 +165,11 @@ impl Plan {
                 stop_delay: rng.range(0, 50),
                 crash_at: None,
                 pauses: Vec::new(),
+                cancel_at: None,
             };
+            if rng.chance(120) {
+                h.cancel_at = Some((start + rng.range(0, 5 * ttl)).saturating_sub(ttl));
+            }
             if !calm {
                 if rng.chance(150) {
                     h.crash_at = Some(start + rng.range(0, 4 * ttl));
@@ -175,9 +189,13 @@ impl Plan {
             }
             holders.push(h);
         }
+        if n >= 3 && rng.chance(100) {
+            // A re-run of the first job under the same holder name: only the epoch tells them apart.
+            holders[n - 1].name = holders[0].name.clone();
+        }
         if calm {
             // Long enough for every other holder to come and go: then every waiting holder must get the lock.
-            let all: u64 = holders.iter().map(|h| h.work + 2 * h.poll + 200).sum::<u64>() + 3 * ttl + ttl;
+            let all: u64 = holders.iter().map(|h| h.work + 2 * h.poll + 200).sum::<u64>() + 4 * ttl;
             for h in &mut holders {
                 h.wait_timeout = all;
             }
@@ -199,6 +217,7 @@ impl Plan {
             check_i4: true,
             horizon: 0,
             sabotage: Sabotage::None,
+            strict_release: false,
         };
         plan.horizon = plan.compute_horizon();
         plan
@@ -233,7 +252,7 @@ impl Plan {
             .holders
             .iter()
             .map(|h| {
-                let pauses: u64 = h.pauses.iter().map(|p| p.1).sum();
+                let pauses: u64 = h.pauses.iter().map(|p| p.1).sum::<u64>() + h.cancel_at.unwrap_or(0);
                 h.wait_timeout + h.work + h.stop_delay + pauses + 10 * lat + 2 * self.ttl + 2_000
             })
             .sum();

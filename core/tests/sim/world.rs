@@ -1,7 +1,7 @@
 //! One schedule: holders driving `LeaseMachine`s against a fake store, on a virtual clock, with the
 //! invariants checked as the history unfolds.
 
-use super::plan::{HolderPlan, Plan};
+use super::plan::{HolderPlan, Plan, Sabotage};
 use super::rng::Rng;
 use baton_core::api;
 use baton_core::cell::{Cell, Change, EPOCH_FILE, LOCK_FILE};
@@ -14,7 +14,10 @@ use std::fmt;
 
 /// The true wall-clock time at virtual time 0 (2026-10-10T12:00:00Z).
 const WALL0: i64 = 1_791_633_600_000;
-const TRACE_LEN: usize = 30;
+/// Events kept for the report: the last `TRACE_SHOWN` of all, and the holders the failure names further back.
+const TRACE_LEN: usize = 400;
+const TRACE_SHOWN: usize = 30;
+const TRACE_PER_HOLDER: usize = 15;
 /// Events at one virtual millisecond beyond which the schedule is said to spin.
 const SPIN_LIMIT: u32 = 20_000;
 
@@ -24,10 +27,11 @@ pub(crate) const I3: &str = "I3 no write after takeover";
 pub(crate) const I4: &str = "I4 no overlapping validity";
 pub(crate) const I5: &str = "I5 paced";
 pub(crate) const I6: &str = "I6 liveness";
+pub(crate) const I7: &str = "I7 release() ends the lease with released or release-failed";
 pub(crate) const CONTRACT: &str = "host contract (the machine refused a call made by the contract)";
 
 /// What happened, summed over schedules.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct Counters {
     pub(crate) schedules: u64,
     pub(crate) calm_schedules: u64,
@@ -54,6 +58,55 @@ pub(crate) struct Counters {
     pub(crate) pauses: u64,
     pub(crate) crashes: u64,
     pub(crate) max_epoch: u64,
+    /// Handovers of the fencing token from one holder to another (the next token started after one ended).
+    pub(crate) handovers: u64,
+    /// The smallest gap between one holder's token ending and another's starting (ms; `u64::MAX` if none).
+    pub(crate) min_handover_gap: u64,
+    /// Handovers with a gap of at most 5 ms.
+    pub(crate) close_handovers: u64,
+    /// Handovers to a holder whose grant took an expired lock over, and the smallest gap among them.
+    pub(crate) takeover_handovers: u64,
+    pub(crate) min_takeover_gap: u64,
+    /// Leases where `release()` was called during the acquire and that ended with `acquire-failed` (I7).
+    pub(crate) release_ended_acquire_failed: u64,
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Self {
+            schedules: 0,
+            calm_schedules: 0,
+            events: 0,
+            store_requests: 0,
+            grants: 0,
+            takeovers: 0,
+            orphaned_grants: 0,
+            writes_accepted: 0,
+            writes_refused: 0,
+            writes_refused_after_takeover: 0,
+            acquired: 0,
+            waiting: 0,
+            acquire_failed: 0,
+            renewed: 0,
+            renew_failed: 0,
+            must_stop: 0,
+            lost: 0,
+            released: 0,
+            release_failed: 0,
+            lost_replies: 0,
+            failed_commits: 0,
+            stale_clock_reads: 0,
+            pauses: 0,
+            crashes: 0,
+            max_epoch: 0,
+            handovers: 0,
+            min_handover_gap: u64::MAX,
+            close_handovers: 0,
+            takeover_handovers: 0,
+            min_takeover_gap: u64::MAX,
+            release_ended_acquire_failed: 0,
+        }
+    }
 }
 
 impl Counters {
@@ -83,6 +136,12 @@ impl Counters {
         self.pauses += o.pauses;
         self.crashes += o.crashes;
         self.max_epoch = self.max_epoch.max(o.max_epoch);
+        self.handovers += o.handovers;
+        self.min_handover_gap = self.min_handover_gap.min(o.min_handover_gap);
+        self.close_handovers += o.close_handovers;
+        self.takeover_handovers += o.takeover_handovers;
+        self.min_takeover_gap = self.min_takeover_gap.min(o.min_takeover_gap);
+        self.release_ended_acquire_failed += o.release_ended_acquire_failed;
     }
 }
 
@@ -100,7 +159,7 @@ impl fmt::Display for Failure {
         writeln!(f, "invariant violated: {}", self.invariant)?;
         writeln!(f, "  {}", self.detail)?;
         writeln!(f, "plan: {}", self.plan)?;
-        writeln!(f, "trace (last {} events; t = virtual ms, mono = the holder's monotonic clock):", self.trace.len())?;
+        writeln!(f, "trace (t = virtual ms; wall = the committing holder's wall clock - 2026-10-10T12:00:00Z):")?;
         for line in &self.trace {
             writeln!(f, "  {line}")?;
         }
@@ -126,13 +185,40 @@ enum Ev {
 enum What {
     Start,
     Wake,
-    Send { id: u64, op: &'static str, commit_at: u64 },
-    Commit { id: u64, op: &'static str, now_ms: i64, result: &'static str, epoch: Option<u64>, fault: &'static str },
-    Deliver { id: u64, result: &'static str },
-    Event { kind: &'static str, epoch: Option<u64> },
-    WriteSend { epoch: u64, commit_at: u64 },
-    WriteCommit { epoch: u64, sent: u64, accepted: bool, lock: Option<(String, u64)> },
-    PauseStart { until: u64 },
+    Send {
+        id: u64,
+        op: &'static str,
+        commit_at: u64,
+    },
+    Commit {
+        id: u64,
+        op: &'static str,
+        now_ms: Option<i64>,
+        result: &'static str,
+        epoch: Option<u64>,
+        fault: &'static str,
+    },
+    Deliver {
+        id: u64,
+        result: &'static str,
+    },
+    Event {
+        kind: &'static str,
+        epoch: Option<u64>,
+    },
+    WriteSend {
+        epoch: u64,
+        commit_at: u64,
+    },
+    WriteCommit {
+        epoch: u64,
+        sent: u64,
+        accepted: bool,
+        lock: Option<(String, u64)>,
+    },
+    PauseStart {
+        until: u64,
+    },
     PauseEnd,
     Crash,
     Release,
@@ -154,7 +240,10 @@ impl fmt::Display for Tr {
             What::Wake => write!(f, "handle_timeout()"),
             What::Send { id, op, commit_at } => write!(f, "sends #{id} {op} (commits at t={commit_at})"),
             What::Commit { id, op, now_ms, result, epoch, fault } => {
-                write!(f, "store commits #{id} {op} at wall {}: {result}", now_ms - WALL0)?;
+                match now_ms {
+                    Some(ms) => write!(f, "store commits #{id} {op} at wall {}: {result}", ms - WALL0)?,
+                    None => write!(f, "store fails #{id} {op}: {result}")?,
+                }
                 if let Some(e) = epoch {
                     write!(f, " epoch {e}")?;
                 }
@@ -201,6 +290,15 @@ struct Holder {
     release_called: bool,
     released_lock: bool,
     stopped: bool,
+    /// The event that ended the lease.
+    ended_with: Option<&'static str>,
+    /// Whether `release()` was called before the lease had ended, and whether an acquire was in flight then.
+    cancelled_live: bool,
+    cancelled_acquiring: bool,
+    /// The token seen at the last sample: `(epoch, last virtual time it was seen)`.
+    token: Option<(u64, u64)>,
+    /// When this holder's last token ended (virtual time).
+    token_ended: Option<u64>,
 }
 
 enum Fault {
@@ -220,8 +318,9 @@ struct World<'p> {
     cell_changed_at: Option<u64>,
     holders: Vec<Holder>,
     max_grant: u64,
-    /// Epoch -> the holder the store granted it to.
+    /// Epoch -> the holder the store granted it to, and whether that grant took an expired lock over.
     granted_to: Vec<Option<usize>>,
+    takeover_at: Vec<bool>,
     /// Epoch -> the holder whose fenced writes were accepted at it.
     writer_of: Vec<Option<usize>>,
     trace: VecDeque<Tr>,
@@ -236,8 +335,8 @@ pub(crate) fn run(plan: &Plan) -> Result<Counters, Failure> {
         .holders
         .iter()
         .enumerate()
-        .map(|(i, hp)| {
-            let name = format!("run-{i}");
+        .map(|(_, hp)| {
+            let name = hp.name.clone();
             let mut cfg = LeaseConfig::new("preview", "pr-1", &name);
             cfg.ttl_ms = plan.ttl;
             cfg.margin_ms = plan.margin_ms;
@@ -259,6 +358,11 @@ pub(crate) fn run(plan: &Plan) -> Result<Counters, Failure> {
                 release_called: false,
                 released_lock: false,
                 stopped: false,
+                ended_with: None,
+                cancelled_live: false,
+                cancelled_acquiring: false,
+                token: None,
+                token_ended: None,
             })
         })
         .collect::<Result<Vec<_>, String>>();
@@ -274,6 +378,7 @@ pub(crate) fn run(plan: &Plan) -> Result<Counters, Failure> {
         holders: Vec::new(),
         max_grant: 0,
         granted_to: vec![None],
+        takeover_at: vec![false],
         writer_of: vec![None],
         trace: VecDeque::with_capacity(TRACE_LEN),
         c: Counters { schedules: 1, calm_schedules: u64::from(plan.calm), ..Counters::default() },
@@ -310,13 +415,25 @@ impl World<'_> {
         self.trace.push_back(Tr { t: self.now, h, what });
     }
 
+    /// The failure with its trace: the last events of all holders, preceded by the earlier events of the
+    /// holders the detail names (`run-N`).
     fn fail(&self, invariant: &'static str, detail: String) -> Failure {
-        Failure {
-            invariant,
-            detail,
-            trace: self.trace.iter().map(ToString::to_string).collect(),
-            plan: format!("{:?}", self.plan),
+        let named: Vec<usize> = detail
+            .match_indices("run-")
+            .filter_map(|(i, _)| detail[i + 4..].chars().next()?.to_digit(10))
+            .map(|d| d as usize)
+            .collect();
+        let split = self.trace.len().saturating_sub(TRACE_SHOWN);
+        let mut trace = Vec::new();
+        let mut earlier: Vec<&Tr> = self.trace.iter().take(split).filter(|t| named.contains(&t.h)).collect();
+        if !earlier.is_empty() {
+            earlier.drain(..earlier.len().saturating_sub(TRACE_PER_HOLDER * named.len().max(1)));
+            trace.push("(earlier events of the holders named above)".to_owned());
+            trace.extend(earlier.iter().map(ToString::to_string));
+            trace.push("(last events of all holders)".to_owned());
         }
+        trace.extend(self.trace.iter().skip(split).map(ToString::to_string));
+        Failure { invariant, detail, trace, plan: format!("{:?}", self.plan) }
     }
 
     fn run(&mut self) -> Result<(), Failure> {
@@ -325,6 +442,9 @@ impl World<'_> {
             self.push(hp.start, Ev::Start(h));
             if let Some(at) = hp.crash_at {
                 self.push(at, Ev::Crash(h));
+            }
+            if let Some(at) = hp.cancel_at {
+                self.push(at, Ev::UserRelease(h));
             }
             for (at, dur) in hp.pauses {
                 self.push(at, Ev::PauseStart(h, dur));
@@ -352,6 +472,7 @@ impl World<'_> {
             self.step(ev)?;
             if self.plan.check_i4 {
                 self.check_validity()?;
+                self.track_handovers();
             }
         }
         self.check_end()
@@ -371,7 +492,8 @@ impl World<'_> {
     fn step(&mut self, ev: Ev) -> Result<(), Failure> {
         match ev {
             Ev::Start(h) => {
-                if self.holders[h].crashed {
+                if self.holders[h].crashed || self.holders[h].release_called {
+                    // Dead, or cancelled before it started: the host never starts the lease.
                     return Ok(());
                 }
                 if self.frozen(h) {
@@ -484,7 +606,10 @@ impl World<'_> {
                     return Ok(());
                 }
                 self.note(h, What::Release);
-                self.holders[h].release_called = true;
+                let hs = &mut self.holders[h];
+                hs.release_called = true;
+                hs.cancelled_live |= !hs.m.is_finished();
+                hs.cancelled_acquiring |= !hs.acquired && hs.outstanding.is_some();
                 let mono = self.mono(h);
                 self.holders[h].m.release(mono);
                 self.after_call(h)
@@ -514,6 +639,9 @@ impl World<'_> {
         }
         let off = self.hp(h).mono_off;
         let now = self.now;
+        if self.plan.sabotage == Sabotage::NoWakeups {
+            return Ok(());
+        }
         let hs = &mut self.holders[h];
         match hs.m.poll_timeout() {
             Some(at) => {
@@ -596,6 +724,12 @@ impl World<'_> {
                 ("acquire-failed", None)
             }
         };
+        if matches!(
+            event,
+            LeaseEvent::Released { .. } | LeaseEvent::ReleaseFailed { .. } | LeaseEvent::AcquireFailed { .. }
+        ) {
+            self.holders[h].ended_with = Some(kind);
+        }
         self.note(h, What::Event { kind, epoch });
         Ok(())
     }
@@ -617,7 +751,7 @@ impl World<'_> {
                 } else {
                     error("STORE_CONTENDED", "the store kept losing compare-and-swap races")
                 };
-                (StoreResult::Error(error), 0, "not committed", None, "store failed before committing")
+                (StoreResult::Error(error), None, "not committed", None, "")
             }
             Fault::None | Fault::LostAfterCommit => {
                 // The host read its wall clock when it loaded the cell; if the cell changed since, the
@@ -638,9 +772,9 @@ impl World<'_> {
                         if op == "lock-acquire" && matches!(result, StoreResult::Ok(_)) {
                             self.c.orphaned_grants += 1;
                         }
-                        (StoreResult::Error(error("INTERNAL", "reply lost")), now_ms, label, epoch, "reply lost")
+                        (StoreResult::Error(error("INTERNAL", "reply lost")), Some(now_ms), label, epoch, "reply lost")
                     }
-                    _ => (result, now_ms, label, epoch, ""),
+                    _ => (result, Some(now_ms), label, epoch, ""),
                 }
             }
         };
@@ -686,6 +820,9 @@ impl World<'_> {
         if !changes.is_empty() {
             self.cell.apply(&changes);
             self.cell_changed_at = Some(self.now);
+            if op == "lock-release" && self.plan.sabotage == Sabotage::ForgetEpochs {
+                self.cell.files.remove(EPOCH_FILE);
+            }
         }
         let mut epoch = None;
         if op == "lock-acquire" {
@@ -724,24 +861,26 @@ impl World<'_> {
         self.max_grant = epoch;
         self.c.grants += 1;
         self.c.max_epoch = self.c.max_epoch.max(epoch);
-        if !answer["preempted"].is_null() {
-            self.c.takeovers += 1;
-        }
+        let takeover = !answer["preempted"].is_null();
+        self.c.takeovers += u64::from(takeover);
         let i = epoch as usize;
         if self.granted_to.len() <= i {
             self.granted_to.resize(i + 1, None);
+            self.takeover_at.resize(i + 1, false);
         }
         self.granted_to[i] = Some(h);
+        self.takeover_at[i] = takeover;
         Ok(())
     }
 
     /// A fenced write reaching the store: `check_fence` inside the transaction; I1 and I3 on acceptance.
     fn write_commit(&mut self, h: usize, epoch: u64, sent: u64) -> Result<(), Failure> {
         let name = &self.holders[h].name;
-        let verdict = lock::check_fence(&self.cell, name, epoch);
+        let accepted =
+            lock::check_fence(&self.cell, name, epoch).is_ok() || self.plan.sabotage == Sabotage::UnfencedWrites;
         let current = lock::parse_lock(&self.cell).ok().flatten().map(|l| (l.holder, l.epoch));
-        self.note(h, What::WriteCommit { epoch, sent, accepted: verdict.is_ok(), lock: current.clone() });
-        if verdict.is_err() {
+        self.note(h, What::WriteCommit { epoch, sent, accepted, lock: current });
+        if !accepted {
             self.c.writes_refused += 1;
             if self.max_grant > epoch {
                 self.c.writes_refused_after_takeover += 1;
@@ -806,9 +945,65 @@ impl World<'_> {
         Ok(())
     }
 
+    /// Measures how close the token handovers come: when a holder's token ends (found to the millisecond:
+    /// the token is a pure function of time until the next call) and when the next one starts.
+    fn track_handovers(&mut self) {
+        let now = self.now;
+        let mut started = Vec::new();
+        for i in 0..self.holders.len() {
+            let hs = &self.holders[i];
+            let off = self.hp(i).mono_off;
+            let token = if hs.crashed { None } else { hs.m.fencing_token(now + off) };
+            match (hs.token, token) {
+                (Some((e0, _)), Some(e)) if e0 == e => self.holders[i].token = Some((e, now)),
+                (Some((_, seen)), _) => {
+                    // Ended in (seen, now]: by time alone if the state still grants it at `seen`.
+                    let end = if !hs.crashed && hs.m.fencing_token(seen + off).is_some() {
+                        let (mut lo, mut hi) = (seen, now);
+                        while hi - lo > 1 {
+                            let mid = lo + (hi - lo) / 2;
+                            if hs.m.fencing_token(mid + off).is_some() { lo = mid } else { hi = mid }
+                        }
+                        hi
+                    } else {
+                        now
+                    };
+                    let hs = &mut self.holders[i];
+                    hs.token_ended = Some(end);
+                    hs.token = token.map(|e| (e, now));
+                    if let Some(e) = token {
+                        started.push((i, e));
+                    }
+                }
+                (None, Some(e)) => {
+                    self.holders[i].token = Some((e, now));
+                    started.push((i, e));
+                }
+                (None, None) => {}
+            }
+        }
+        for (i, epoch) in started {
+            let previous =
+                self.holders.iter().enumerate().filter(|(j, _)| *j != i).filter_map(|(_, h)| h.token_ended).max();
+            if let Some(end) = previous {
+                let gap = now.saturating_sub(end);
+                self.c.handovers += 1;
+                self.c.min_handover_gap = self.c.min_handover_gap.min(gap);
+                if gap <= 5 {
+                    self.c.close_handovers += 1;
+                }
+                if self.takeover_at.get(epoch as usize).copied().unwrap_or(false) {
+                    self.c.takeover_handovers += 1;
+                    self.c.min_takeover_gap = self.c.min_takeover_gap.min(gap);
+                }
+            }
+        }
+    }
+
     /// I6 once the queue is empty: every live machine finished; in calm schedules, waiting holders got the
     /// lock, nobody was stopped, and every holder that got the lock removed it.
-    fn check_end(&self) -> Result<(), Failure> {
+    fn check_end(&mut self) -> Result<(), Failure> {
+        let mut deviations = 0;
         for (i, hs) in self.holders.iter().enumerate() {
             if hs.crashed {
                 continue;
@@ -819,10 +1014,27 @@ impl World<'_> {
                     format!("run-{i} never finished: nothing more was due (poll_timeout {:?})", hs.m.poll_timeout()),
                 ));
             }
+            if hs.cancelled_live && !matches!(hs.ended_with, Some(k) if k.starts_with("release")) {
+                // Known deviation (reported, see sim.rs): release() while the acquire is in flight, and the
+                // acquire then fails: the machine ends with acquire-failed. Fatal only in strict mode.
+                let known = hs.cancelled_acquiring && hs.ended_with == Some("acquire-failed");
+                if known && !self.plan.strict_release {
+                    deviations += 1;
+                } else {
+                    return Err(self.fail(
+                        I7,
+                        format!(
+                            "run-{i}: release() was called {} and the lease ended with {:?}",
+                            if hs.cancelled_acquiring { "while its acquire was in flight" } else { "" },
+                            hs.ended_with
+                        ),
+                    ));
+                }
+            }
             if !self.plan.calm {
                 continue;
             }
-            if self.hp(i).wait && !hs.acquired {
+            if self.hp(i).wait && !hs.acquired && !hs.release_called {
                 return Err(self.fail(
                     I6,
                     format!(
@@ -838,6 +1050,7 @@ impl World<'_> {
                 return Err(self.fail(I6, format!("calm schedule: run-{i} held the lock and did not remove it")));
             }
         }
+        self.c.release_ended_acquire_failed += deviations;
         Ok(())
     }
 }

@@ -225,7 +225,14 @@ impl Run {
                 .map_err(|e| HostError::io("cannot dup stderr", &e))?;
             cmd.stdout(Stdio::from(fd));
         }
-        note(format!("running {} under {}/{} (epoch {epoch})", args.cmd.join(" "), self.t.env, self.t.scope));
+        let shown = args.cmd.join(" ");
+        let shown = match shown.lines().next() {
+            Some(first) if first.len() < shown.len() || first.len() > 80 => {
+                format!("{} ...", first.chars().take(80).collect::<String>())
+            }
+            _ => shown,
+        };
+        note(format!("running `{shown}` under {}/{} (epoch {epoch})", self.t.env, self.t.scope));
         cmd.spawn().map_err(|e| {
             HostError::new("COMMAND_FAILED", format!("cannot start `{program}`: {e}")).with("command", args.cmd.clone())
         })
