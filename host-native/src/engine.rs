@@ -50,6 +50,13 @@ impl CoreComponent {
     ///
     /// A refusal of the core comes back as a [`HostError`] carrying the core's code and details.
     pub fn invoke(&mut self, op: &str, request: &Value) -> Result<Value, HostError> {
+        let text = self.invoke_text(op, request)?;
+        serde_json::from_str(&text)
+            .map_err(|e| HostError::internal(format!("the core answered `{op}` with invalid JSON: {e}")))
+    }
+
+    /// [`Self::invoke`] without parsing the answer: JSON text in the core's format.
+    pub fn invoke_text(&mut self, op: &str, request: &Value) -> Result<String, HostError> {
         let req = request.to_string();
         let d = self.core.baton_core_decisions();
         let s = &mut self.store;
@@ -66,7 +73,7 @@ impl CoreComponent {
                 let codes = d.call_error_codes(s).map_err(wasm_error)?;
                 let list =
                     codes.into_iter().map(|c| serde_json::json!({ "code": c.name, "exit": c.exit, "hint": c.hint }));
-                return Ok(Value::Array(list.collect()));
+                return Ok(Value::Array(list.collect()).to_string());
             }
             "cell-files" => {
                 return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?));

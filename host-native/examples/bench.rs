@@ -1,0 +1,178 @@
+//! Benchmarks, printed as ratios against baselines measured in the same run (never asserted).
+//!
+//! `cargo run --release -p baton-native --example bench` (or `bash scripts/bench.sh`, which also builds
+//! the wasm and passes the Node figures in `BATON_BENCH_NODE`, a JSON object from host-node/bench/bench.mjs).
+
+use baton_native::engine::CoreComponent;
+use baton_native::store::DirStore;
+use serde_json::{Value, json};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const CALLS: u32 = 20_000;
+
+/// Median of `rounds` measurements of `f`, in microseconds per call.
+fn per_call(rounds: usize, calls: u32, mut f: impl FnMut()) -> f64 {
+    let mut samples: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..calls {
+                f();
+            }
+            t.elapsed().as_secs_f64() * 1e6 / f64::from(calls)
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// Median wall time of running a command `runs` times, in milliseconds.
+fn per_process(runs: usize, program: &str, args: &[&str]) -> f64 {
+    let mut samples: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            let ok = Command::new(program)
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "{program} {args:?} failed");
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    let node: Value =
+        std::env::var("BATON_BENCH_NODE").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(Value::Null);
+    let mut core = CoreComponent::load().expect("the component loads");
+    let scope_req = json!({ "branch": "feat/search", "pr": null });
+    let scope_text = scope_req.to_string();
+    let cell = json!({ "env": "preview", "scope": "pr-1", "files": {} });
+    let acquire_req = json!({ "cell": cell, "holder": "run-1", "ttlMs": 900_000, "nowMs": 1_791_633_600_000_i64 });
+    let acquire_text = acquire_req.to_string();
+
+    println!("per-call cost (median of 7 x {CALLS} calls), ratio to native Rust");
+    let rows = [
+        ("scope_for", &scope_text, &scope_req, "scopeForUs", "scope-for"),
+        ("acquire decision", &acquire_text, &acquire_req, "acquireUs", "lock-acquire"),
+    ];
+    for (name, text, req, node_key, op) in rows {
+        let native = per_call(7, CALLS, || {
+            std::hint::black_box(baton_core::api::invoke(op, text).expect("decides"));
+        });
+        let component = per_call(7, CALLS, || {
+            // Text in, text out, like the native and Node paths (the request is already a Value here).
+            std::hint::black_box(core.invoke_text(op, req).expect("decides"));
+        });
+        let node_us = node[node_key].as_f64();
+        print!("  {name:<18} native {native:>7.2} us   component {component:>7.2} us ({:>5.2}x)", component / native);
+        match node_us {
+            Some(n) => println!("   node {n:>7.2} us ({:>5.2}x)", n / native),
+            None => println!("   node: not measured (run scripts/bench.sh)"),
+        }
+    }
+
+    let baton = std::env::var("BATON_BIN").unwrap_or_else(|_| "target/release/baton".into());
+    let tmp = std::env::temp_dir().join(format!("baton-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let _ = per_process(3, &baton, &["scope", "--branch", "x"]); // warm the compile cache
+    let git = per_process(31, "git", &["--version"]);
+    let scope = per_process(31, &baton, &["scope", "--branch", "x"]);
+    println!("\ncold start (median of 31 processes)");
+    println!("  baton scope {scope:.2} ms vs git --version {git:.2} ms: {:.2}x", scope / git);
+
+    println!("\nlease cycle on the dir store (acquire, one fenced write, release)");
+    let store = DirStore::new(tmp.join("store"));
+    let mut i = 0u64;
+    let in_process = per_call(5, 200, || {
+        i += 1;
+        let scope = format!("pr-{}", i % 50);
+        let holder = format!("run-{i}");
+        let lock = store
+            .transact(&mut core, "preview", &scope, |core, cell, now| {
+                core.invoke("lock-acquire", &json!({ "cell": cell, "holder": holder, "ttlMs": 60_000, "nowMs": now }))
+            })
+            .expect("acquires");
+        let epoch = lock["lock"]["epoch"].clone();
+        store
+            .transact(&mut core, "preview", &scope, |core, cell, _| {
+                core.invoke(
+                    "fenced-write",
+                    &json!({ "cell": cell, "holder": holder, "epoch": epoch, "file": "state.json", "content": "{}" }),
+                )
+            })
+            .expect("writes");
+        store
+            .transact(&mut core, "preview", &scope, |core, cell, _| {
+                core.invoke("lock-release", &json!({ "cell": cell, "holder": holder, "epoch": epoch }))
+            })
+            .expect("releases");
+    });
+    let flock_file = tmp.join("flock");
+    let flock_path = flock_file.display().to_string();
+    let flock = per_process(31, "flock", &[&flock_path, "true"]);
+    let s = format!("dir:{}", tmp.join("cli").display());
+    let cli = {
+        let mut samples: Vec<f64> = (0..15)
+            .map(|_| {
+                let t = Instant::now();
+                let run = |args: &[&str]| {
+                    let ok = Command::new(&baton)
+                        .args(args)
+                        .env("BATON_STORE", &s)
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .status();
+                    assert!(ok.is_ok_and(|s| s.success()), "baton {args:?}");
+                };
+                run(&["lock", "acquire", "--scope", "pr-1", "--holder", "h"]);
+                let mut w = Command::new(&baton)
+                    .args(["write", "state.json", "--scope", "pr-1", "--holder", "h"])
+                    .env("BATON_STORE", &s)
+                    .env("BATON_EPOCH", epoch_of(&baton, &s))
+                    .stdin(Stdio::piped())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("spawns");
+                drop(w.stdin.take());
+                assert!(w.wait().is_ok_and(|st| st.success()));
+                run(&["lock", "release", "--scope", "pr-1", "--holder", "h"]);
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        samples.sort_by(f64::total_cmp);
+        samples[samples.len() / 2]
+    };
+    println!("  native in-process (component decisions)  {:>8.3} ms per cycle", in_process / 1000.0);
+    println!("  baton CLI, 3 processes (+1 status read)  {cli:>8.3} ms per cycle");
+    println!("  flock(1) lock/unlock, 1 process          {flock:>8.3} ms");
+    println!(
+        "  ratio in-process / flock(1): {:.2}x   CLI / flock(1): {:.2}x",
+        in_process / 1000.0 / flock,
+        cli / flock
+    );
+    if let (Some(cycle), Some(plf)) = (node["leaseCycleMs"].as_f64(), node["properLockfileMs"].as_f64()) {
+        println!(
+            "  node in-process cycle {cycle:.3} ms vs proper-lockfile lock/unlock {plf:.3} ms: {:.2}x",
+            cycle / plf
+        );
+    } else {
+        println!("  node lease cycle: not measured (run scripts/bench.sh)");
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// The epoch of the lock `h` holds on pr-1 (one `lock status` process; counted in the CLI cycle).
+fn epoch_of(baton: &str, store: &str) -> String {
+    let out = Command::new(baton)
+        .args(["lock", "status", "--scope", "pr-1", "--json"])
+        .env("BATON_STORE", store)
+        .output()
+        .expect("status");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    v["lock"]["epoch"].to_string()
+}

@@ -1,0 +1,55 @@
+// Node figures for scripts/bench.sh, printed as one JSON object on stdout:
+//   scopeForUs, acquireUs       per-call cost of the decisions through the npm package's wasm
+//   leaseCycleMs                acquireLease + one fenced write + release on a dir store
+//   properLockfileMs            proper-lockfile lock + unlock of one file (the baseline)
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const require = createRequire(import.meta.url);
+const baton = require('../js/index.cjs');
+const lockfile = require('proper-lockfile');
+
+function perCall(calls, f) {
+  const samples = [];
+  for (let r = 0; r < 7; r++) {
+    const t = process.hrtime.bigint();
+    for (let i = 0; i < calls; i++) f();
+    samples.push(Number(process.hrtime.bigint() - t) / 1e3 / calls);
+  }
+  return samples.sort((a, b) => a - b)[3];
+}
+
+async function perAsync(runs, f) {
+  const samples = [];
+  for (let r = 0; r < runs; r++) {
+    const t = process.hrtime.bigint();
+    await f(r);
+    samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+  }
+  return samples.sort((a, b) => a - b)[Math.floor(runs / 2)];
+}
+
+const scopeReq = JSON.stringify({ branch: 'feat/search', pr: null });
+const acquireReq = JSON.stringify({
+  cell: { env: 'preview', scope: 'pr-1', files: {} }, holder: 'run-1', ttlMs: 900000, nowMs: 1791633600000,
+});
+const scopeForUs = perCall(20000, () => baton.invoke('scope-for', scopeReq));
+const acquireUs = perCall(20000, () => baton.invoke('lock-acquire', acquireReq));
+
+const dir = mkdtempSync(join(tmpdir(), 'baton-bench-node-'));
+const store = baton.openStore(`dir:${join(dir, 'store')}`);
+const leaseCycleMs = await perAsync(101, async (i) => {
+  const lease = await baton.acquireLease(store, { env: 'preview', scope: `pr-${i % 50}`, ttlMs: 60000 });
+  await lease.write('state.json', '{}');
+  await lease.release();
+});
+const file = join(dir, 'plf');
+writeFileSync(file, '');
+const properLockfileMs = await perAsync(101, async () => {
+  const release = await lockfile.lock(file);
+  await release();
+});
+rmSync(dir, { recursive: true, force: true });
+console.log(JSON.stringify({ scopeForUs, acquireUs, leaseCycleMs, properLockfileMs }));

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Benchmarks: per-call decision cost (native, component, Node), cold start of `baton scope` vs
+# `git --version`, and the lease cycle on the dir store vs flock(1) and proper-lockfile. Every figure is a
+# ratio to a baseline measured in the same run; nothing is asserted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build-wasm.sh
+cargo build --release -q -p baton-native --bin baton --example bench
+(cd host-node/bench && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+NODE_FIGURES=$(node host-node/bench/bench.mjs)
+echo "node: $NODE_FIGURES" >&2
+BATON_BENCH_NODE="$NODE_FIGURES" BATON_BIN="$PWD/target/release/baton" target/release/examples/bench
