@@ -77,7 +77,7 @@ async function applyChanges(cellDir, changes) {
 /**
  * One transaction on the cell `env/scope` of the store at `root`: take the cell mutex, load the snapshot,
  * read the clock, ask `decide(cell, nowMs)` (a core call), commit the answer's `changes`, release the mutex
- * on every path. Returns the answer. Every cell operation (and later every fenced write) goes through here.
+ * on every path. Returns the answer. Every cell operation, fenced writes included, goes through here.
  * @param {string} root
  * @param {{env: string, scope: string, waitMs?: number}} target
  * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
@@ -106,50 +106,72 @@ function waitBound(option) {
   return process.env.BATON_MUTEX_WAIT_MS && Number.isFinite(fromEnv) && fromEnv >= 0 ? fromEnv : DEFAULT_WAIT_MS;
 }
 
-/** A dir store. Obtain one with `openStore`; every method is one transaction on one cell. */
+/**
+ * A dir store. Obtain one with `openStore`; every method is one transaction on one cell, and every method
+ * goes through `transact`, so a wrapper that overrides `transact` (to add latency or failures in tests, or
+ * logging) sees every transaction, the lease's included.
+ */
 class DirStore {
-  #waitMs;
-
   constructor(root, waitMs) {
     /** The kind of store. */
     this.kind = 'dir';
     /** The store's root directory. */
     this.path = root;
-    this.#waitMs = waitMs;
+    /** How long a transaction waits for a cell mutex held by a live process. */
+    this.mutexWaitMs = waitMs;
   }
 
-  /** One transaction calling core `op` with `request(cell, nowMs)`. */
-  #run(env, scope, op, request) {
-    return transact(this.path, { env, scope, waitMs: this.#waitMs }, (cell, nowMs) => call(op, request(cell, nowMs)));
+  /**
+   * One transaction on the cell `{env, scope}`: takes the cell mutex, loads the cell, reads the wall clock,
+   * calls core operation `op` with `request` plus `cell` and `nowMs`, commits the answer's `changes` and
+   * releases the mutex. Resolves with the core's answer; rejects with its refusal (a BatonError).
+   * @param {{env: string, scope: string}} target
+   * @param {string} op a cell operation: lock-acquire, lock-renew, lock-release, lock-read, lock-break,
+   *   fence-check, fenced-write
+   * @param {object} [request] the request without `cell` and `nowMs`
+   */
+  transact({ env, scope }, op, request = {}) {
+    return transact(this.path, { env, scope, waitMs: this.mutexWaitMs }, (cell, nowMs) =>
+      call(op, { ...request, cell, nowMs }),
+    );
   }
 
   /** Acquires the lock of a cell (taking over an expired one, returned as `preempted`); LOCK_HELD if live. */
   async acquireLock({ env, scope, holder, ttlMs }) {
-    const a = await this.#run(env, scope, 'lock-acquire', (cell, nowMs) => ({ cell, holder, ttlMs, nowMs }));
+    const a = await this.transact({ env, scope }, 'lock-acquire', { holder, ttlMs });
     return { lock: a.lock, preempted: a.preempted };
   }
 
   /** Extends the holder's lease to now + ttlMs; LOCK_LOST if it is not held by `holder` at `epoch`. */
   async renewLock({ env, scope, holder, epoch, ttlMs }) {
-    const a = await this.#run(env, scope, 'lock-renew', (cell, nowMs) => ({ cell, holder, epoch, ttlMs, nowMs }));
+    const a = await this.transact({ env, scope }, 'lock-renew', { holder, epoch, ttlMs });
     return { lock: a.lock };
   }
 
   /** Releases the lock if `holder` holds it (at `epoch` when given); otherwise reports what is there. */
   async releaseLock({ env, scope, holder, epoch }) {
-    const a = await this.#run(env, scope, 'lock-release', (cell) => ({ cell, holder, epoch: epoch ?? null }));
+    const a = await this.transact({ env, scope }, 'lock-release', { holder, epoch: epoch ?? null });
     return { released: a.released, current: a.current };
   }
 
   /** The lock of a cell with its `expired` flag, or null; LOCK_CORRUPT when it cannot be read. */
   async readLock({ env, scope }) {
-    return (await this.#run(env, scope, 'lock-read', (cell, nowMs) => ({ cell, nowMs }))).lock;
+    return (await this.transact({ env, scope }, 'lock-read', {})).lock;
   }
 
   /** Takes the lock over on purpose, whatever is there, recording `reason`; the old lock is `preempted`. */
   async breakLock({ env, scope, holder, ttlMs, reason }) {
-    const a = await this.#run(env, scope, 'lock-break', (cell, nowMs) => ({ cell, holder, ttlMs, nowMs, reason }));
+    const a = await this.transact({ env, scope }, 'lock-break', { holder, ttlMs, reason });
     return { lock: a.lock, preempted: a.preempted };
+  }
+
+  /**
+   * Writes data file `file` of the cell only if `holder` holds the lock at `epoch`, checked in the same
+   * transaction (LOCK_LOST and nothing written otherwise). A lease's `write` is this with its own epoch.
+   */
+  async fencedWrite({ env, scope, holder, epoch, file, content }) {
+    const a = await this.transact({ env, scope }, 'fenced-write', { holder, epoch, file, content });
+    return { lock: a.lock };
   }
 }
 
