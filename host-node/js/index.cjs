@@ -6,13 +6,15 @@
  * Typical use in a CI step:
  *   const ctx = detectContext();
  *   const store = openStore();
- *   const { lock } = await store.acquireLock({ env: ctx.env, scope: ctx.scope, holder, ttlMs });
- *   ... renewLock every ttl/3 ...
- *   await store.releaseLock({ env: ctx.env, scope: ctx.scope, holder, epoch: lock.epoch });
+ *   await withLease(store, { env: ctx.env, scope: ctx.scope, wait: true }, async (lease) => {
+ *     ... work, passing lease.signal to what can be aborted ...
+ *     await lease.write('deployed.json', JSON.stringify(result));
+ *   });
  */
 const { BatonError } = require('./errors.cjs');
 const { invoke, errorCodes } = require('./core.cjs');
 const { scopeFor, detectContext } = require('./context.cjs');
 const { openStore } = require('./dir-store.cjs');
+const { acquireLease, withLease } = require('./lease.cjs');
 
-module.exports = { BatonError, invoke, errorCodes, scopeFor, detectContext, openStore };
+module.exports = { BatonError, invoke, errorCodes, scopeFor, detectContext, openStore, acquireLease, withLease };
