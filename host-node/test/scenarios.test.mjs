@@ -5,7 +5,11 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { invoke, BatonError } from 'baton-lease';
+
+// The wasm-bindgen module itself, for the `Lease` class the lease-* steps drive.
+const wasm = createRequire(import.meta.url)('../pkg/baton_node.js');
 
 const corpus = fileURLToPath(new URL('../../tests/scenarios/', import.meta.url));
 const files = readdirSync(corpus).filter((f) => f.endsWith('.json')).sort();
@@ -30,6 +34,52 @@ function match(actual, expected, where = '$') {
   }
 }
 
+/** The code of what a call into the wasm module threw (a refusal carries `code`; anything else is a bug). */
+function codeOf(e) {
+  if (e instanceof BatonError || (e && typeof e.code === 'string' && typeof e.json === 'string')) return e.code;
+  throw e;
+}
+
+/**
+ * One `lease-*` step (README "Lease steps") on the scenario's lease `state.lease` (the wasm-bindgen `Lease`
+ * class): `lease-new` answers `{}`, `lease-token` `{token}`, the others call the machine and drain it into
+ * `{actions, timeout}`. Returns the answer, or throws `{code}` for a refusal, as `invoke` does.
+ */
+function leaseStep(state, op, input) {
+  const fail = (code) => Object.assign(new Error(code), { code, json: JSON.stringify({ code, message: code }) });
+  if (op === 'lease-new') {
+    // The input is the configuration; a refused one leaves the previous lease in place.
+    const lease = new wasm.Lease(JSON.stringify(input));
+    state.lease?.free();
+    state.lease = lease;
+    return {};
+  }
+  const lease = state.lease;
+  if (!lease) throw fail('INTERNAL');
+  const now = input.now;
+  switch (op) {
+    case 'lease-token':
+      return { token: lease.fencingToken(now) ?? null };
+    case 'lease-acquire':
+      lease.acquire(now);
+      break;
+    case 'lease-release':
+      lease.release(now);
+      break;
+    case 'lease-timeout':
+      lease.handleTimeout(now);
+      break;
+    case 'lease-result':
+      lease.handleStoreResult(input.id, JSON.stringify(input.result), now);
+      break;
+    default:
+      throw fail('INTERNAL');
+  }
+  const actions = [];
+  for (let a = lease.pollAction(); a !== undefined; a = lease.pollAction()) actions.push(JSON.parse(a));
+  return { actions, timeout: lease.pollTimeout() ?? null };
+}
+
 /** Applies a change set to a cell snapshot, as a store commits it. */
 function apply(cell, changes) {
   for (const c of changes) {
@@ -41,8 +91,19 @@ function apply(cell, changes) {
 
 /** Runs one scenario; returns its transcript (`[{op, ok} | {op, error}]`). */
 function runScenario(scenario) {
-  let cell = scenario.cell ? { files: {}, ...structuredClone(scenario.cell) } : null;
+  const cell = scenario.cell ? { files: {}, ...structuredClone(scenario.cell) } : null;
   const transcript = [];
+  const state = { lease: null };
+  try {
+    runSteps(scenario, cell, state, transcript);
+  } finally {
+    state.lease?.free();
+  }
+  return transcript;
+}
+
+/** The steps of `scenario`, threading `cell` (replaced when null and a step commits) and the lease `state`. */
+function runSteps(scenario, cell, state, transcript) {
   scenario.steps.forEach((step, i) => {
     const label = `step ${i} (${step.op})`;
     assert.ok(('expect' in step) !== ('expectError' in step), `${label}: needs exactly one of expect / expectError`);
@@ -51,10 +112,9 @@ function runScenario(scenario) {
     let answer;
     let error;
     try {
-      answer = JSON.parse(invoke(step.op, JSON.stringify(input)));
+      answer = step.op.startsWith('lease-') ? leaseStep(state, step.op, input) : JSON.parse(invoke(step.op, JSON.stringify(input)));
     } catch (e) {
-      if (!(e instanceof BatonError)) throw e;
-      error = e;
+      error = { code: codeOf(e), message: e.message };
     }
     transcript.push(error ? { op: step.op, error: error.code } : { op: step.op, ok: answer });
     if ('expectError' in step) {
@@ -68,7 +128,6 @@ function runScenario(scenario) {
       apply(cell, answer.changes);
     }
   });
-  return transcript;
 }
 
 test('the corpus is not empty', () => {
@@ -102,4 +161,21 @@ test('the runner itself fails on a mismatch', () => {
   assert.throws(() => match({ a: 1 }, { b: null }), /missing/);
   assert.throws(() => match({ a: null }, { a: 0 }), /value/);
   match({ a: 1, extra: true, nested: { x: [{ y: 1, z: 2 }] } }, { a: 1, nested: { x: [{ y: 1 }] } });
+});
+
+test('the runner drives the lease machine and fails on a mismatch', () => {
+  const scenario = (expect) => ({
+    steps: [
+      { op: 'lease-new', input: { env: 'preview', scope: 'pr-1', holder: 'a', ttlMs: 900 }, expect: {} },
+      { op: 'lease-acquire', input: { now: 0 }, expect: { actions: [{ type: 'store', id: 1, op: 'lock-acquire' }], timeout: null } },
+      { op: 'lease-result', input: { id: 1, now: 10, result: { ok: { lock: { holder: 'a', epoch: 1 }, preempted: null } } }, ...expect },
+    ],
+  });
+  const transcript = runScenario(scenario({ expect: { actions: [{ event: { kind: 'acquired', epoch: 1 } }], timeout: 310 } }));
+  assert.deepEqual(transcript[2].ok.timeout, 310);
+  assert.throws(() => runScenario(scenario({ expect: { timeout: 311 } })), /timeout: value/);
+  assert.throws(() => runScenario(scenario({ expect: { actions: [] } })), /array length/);
+  assert.throws(() => runScenario(scenario({ expectError: 'INTERNAL' })), /expected INTERNAL/);
+  const noLease = { steps: [{ op: 'lease-acquire', input: { now: 0 }, expectError: 'INTERNAL' }, { op: 'lease-new', input: { env: 'preview', scope: 'pr-1', holder: 'a', ttlMs: 0 }, expectError: 'USAGE' }] };
+  assert.deepEqual(runScenario(noLease).map((t) => t.error), ['INTERNAL', 'USAGE']);
 });
