@@ -67,7 +67,7 @@ impl CoreComponent {
                 let scope = d
                     .call_scope_for(s, field("branch").unwrap_or_default(), pr, field("defaultBranch"))
                     .map_err(wasm_error)?;
-                return Ok(serde_json::json!({ "scope": scope }));
+                return Ok(serde_json::json!({ "scope": scope }).to_string());
             }
             "error-codes" => {
                 let codes = d.call_error_codes(s).map_err(wasm_error)?;
@@ -76,7 +76,7 @@ impl CoreComponent {
                 return Ok(Value::Array(list.collect()).to_string());
             }
             "cell-files" => {
-                return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?));
+                return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?).to_string());
             }
             "cell-path" => d.call_cell_path(s, &req),
             "store-spec" => d.call_store_spec(s, &req),
