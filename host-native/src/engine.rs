@@ -94,9 +94,7 @@ impl CoreComponent {
             }
         }
         .map_err(wasm_error)?;
-        let text = answer.map_err(from_wit)?;
-        serde_json::from_str(&text)
-            .map_err(|e| HostError::internal(format!("the core answered `{op}` with invalid JSON: {e}")))
+        answer.map_err(from_wit)
     }
 
     /// `scope-for` through its typed WIT function.
