@@ -176,11 +176,11 @@ fn eight_processes_race_for_one_lock_and_exactly_one_wins() {
             // An expired lock: exactly one contender takes it over.
             let (code, _) = json(
                 &t.0,
-                &["lock", "acquire", "--scope", &scope, "--holder", "crashed", "--ttl", "1ms", "--store", &s],
+                &["lock", "acquire", "--scope", &scope, "--holder", "crashed", "--ttl", "10ms", "--store", &s],
                 &[],
             );
             assert_eq!(code, 0);
-            std::thread::sleep(std::time::Duration::from_millis(5));
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let children: Vec<_> = (0..8)
             .map(|i| {
