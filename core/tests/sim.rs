@@ -78,6 +78,7 @@ fn report(c: &Counters) -> String {
          acquired {}, waiting {}, acquire-failed {}, renewed {}, renew-failed {}\n\
          must-stop {}, lost {}, released {}, release-failed {}\n\
          token handovers {} (closest gap {}, {} within 5 ms; after a takeover {}, closest gap {})\n\
+         release() during an acquire that then failed, ended with acquire-failed (I7 known deviation): {}\n\
          faults: lost replies {}, failed commits {}, stale clock reads {}, freezes {}, crashes {}",
         c.schedules,
         c.calm_schedules,
@@ -104,6 +105,7 @@ fn report(c: &Counters) -> String {
         c.close_handovers,
         c.takeover_handovers,
         ms(c.min_takeover_gap),
+        c.release_ended_acquire_failed,
         c.lost_replies,
         c.failed_commits,
         c.stale_clock_reads,
@@ -191,4 +193,24 @@ fn checkers_catch_sabotage() {
         );
         eprintln!("{sabotage:?}: caught at seed {seed} by {}: {}", f.invariant, f.detail);
     }
+}
+
+/// The clock tolerance is exactly the margin: with wall clocks `margin` apart, schedules aimed at the edge
+/// take locks over on the very millisecond the previous holder's token ends (gap 0) and I4 holds; one
+/// millisecond more and I4 fails.
+#[test]
+fn tolerance_is_exactly_the_margin() {
+    let (c, failed) = run_many(0, 1_000, |seed| Plan::edge(seed, 0));
+    if let Some((seed, f)) = failed {
+        panic!(
+            "edge schedule {seed} with clocks exactly `margin` apart failed (rerun with Plan::edge({seed}, 0))\n{f}"
+        );
+    }
+    eprintln!("edge (clocks margin apart):\n{}", report(&c));
+    assert_eq!(c.min_takeover_gap, 0, "the edge schedules never took a lock over at the last millisecond");
+
+    let caught = (0..2_000).find_map(|seed| world::run(&Plan::edge(seed, 1)).err().map(|f| (seed, f)));
+    let Some((seed, f)) = caught else { panic!("clocks margin + 1 ms apart never violated I4 in 2000 edge schedules") };
+    assert_eq!(f.invariant, world::I4, "edge seed {seed} (margin + 1 ms):\n{f}");
+    eprintln!("edge (clocks margin + 1 ms apart): seed {seed} violates I4 as expected: {}", f.detail);
 }

@@ -32,6 +32,7 @@ pub struct Driver {
 impl Driver {
     /// Creates the machine from `config` and starts the store worker for the cell `env/scope` of `store`.
     /// On failure (e.g. `USAGE` for inconsistent timing) the core is handed back with the error.
+    #[allow(clippy::result_large_err)] // the error hands the core back; it is built once per process
     pub fn start(mut core: CoreComponent, store: DirStore, config: &Value) -> Result<Self, (CoreComponent, HostError)> {
         let lease = match core.lease_create(config) {
             Ok(lease) => lease,

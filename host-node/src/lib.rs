@@ -37,8 +37,8 @@ fn ms(now: f64) -> Result<u64, JsValue> {
 impl Lease {
     /// Creates a lease machine from its JSON configuration; throws USAGE for inconsistent timing.
     #[wasm_bindgen(constructor)]
-    pub fn new(config: &str) -> Result<Lease, JsValue> {
-        baton_core::api::lease_new(config).map(Lease).map_err(core_error)
+    pub fn new(config: &str) -> Result<Self, JsValue> {
+        baton_core::api::lease_new(config).map(Self).map_err(core_error)
     }
     /// Starts acquiring (once).
     pub fn acquire(&mut self, now: f64) -> Result<(), JsValue> {

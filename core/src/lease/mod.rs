@@ -25,6 +25,10 @@
 //!   (`renew-failed`) and retried at the next tick;
 //! - a release is retried after 200, 400 and 800 ms, then reported with a warning saying until when the lock
 //!   stays held; a release never overlaps a renewal.
+//!
+//! Two consequences hosts should know: a `release` requested while the acquire is in flight still sees the
+//! `acquired` event first (then the release goes out); and after `must-stop` the machine keeps renewing until
+//! the host releases, so the lock does not lapse while the work shuts down, but `fencing_token` stays `None`.
 
 mod config;
 mod machine;

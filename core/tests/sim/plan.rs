@@ -28,6 +28,13 @@ impl Latency {
     }
 }
 
+impl HolderPlan {
+    /// Its wall clock minus the true time at virtual time `t`.
+    pub(crate) fn skew_at(&self, t: u64) -> i64 {
+        self.skew_steps.iter().take_while(|(at, _)| *at <= t).last().map_or(self.skew, |s| s.1)
+    }
+}
+
 /// One holder: a process that runs one lease.
 #[derive(Clone, Debug)]
 pub(crate) struct HolderPlan {
@@ -35,8 +42,10 @@ pub(crate) struct HolderPlan {
     pub(crate) name: String,
     /// Virtual time at which it calls `acquire`.
     pub(crate) start: u64,
-    /// Its wall clock minus the true time (ms).
+    /// Its wall clock minus the true time (ms), from the start.
     pub(crate) skew: i64,
+    /// `(at, skew)`: its wall clock is stepped (as NTP does, forwards or backwards) to a new skew at `at`.
+    pub(crate) skew_steps: Vec<(u64, i64)>,
     /// Its monotonic clock minus the virtual time (monotonic clocks have arbitrary origins).
     pub(crate) mono_off: u64,
     pub(crate) wait: bool,
@@ -156,6 +165,7 @@ impl Plan {
                 name: format!("run-{i}"),
                 start,
                 skew,
+                skew_steps: Vec::new(),
                 mono_off: rng.range(0, 1 << 40),
                 wait,
                 poll,
@@ -167,6 +177,13 @@ impl Plan {
                 pauses: Vec::new(),
                 cancel_at: None,
             };
+            if skew_mode != 0 && rng.chance(200) {
+                let mut at = 0;
+                for _ in 0..rng.range(1, 3) {
+                    at += rng.range(1, 2 * ttl);
+                    h.skew_steps.push((at, rng.irange(-half, half)));
+                }
+            }
             if rng.chance(120) {
                 h.cancel_at = Some((start + rng.range(0, 5 * ttl)).saturating_sub(ttl));
             }
@@ -231,10 +248,37 @@ impl Plan {
         let ttl = plan.ttl as i64;
         for (i, h) in plan.holders.iter_mut().enumerate() {
             h.skew = if i % 2 == 0 { 0 } else { ttl + rng.irange(1, ttl) };
+            h.skew_steps.clear();
             h.wait = true;
         }
         plan.calm = false;
         plan.check_i4 = check_i4;
+        plan.horizon = plan.compute_horizon();
+        plan
+    }
+
+    /// A schedule aimed at the edge of the clock tolerance: holders' wall clocks differ by `margin + excess`
+    /// ms (alternating `-margin/2` and `margin/2 + excess`), the store answers within 0-2 ms, every holder
+    /// waits and polls every 1-5 ms, and holders freeze, so that takeovers land on the very millisecond the
+    /// lock expires. With `excess == 0` I4 must hold; with `excess >= 1` it can be violated.
+    pub(crate) fn edge(seed: u64, excess: i64) -> Self {
+        let mut plan = Self::generate(seed);
+        let mut rng = Rng::new(seed, 4);
+        let half = (plan.margin / 2) as i64;
+        let lat = Latency::fixed_max(rng.range(0, 2));
+        (plan.commit_lat, plan.deliver_lat) = (lat, lat);
+        plan.calm = false;
+        for (i, h) in plan.holders.iter_mut().enumerate() {
+            h.skew = if i % 2 == 0 { -half } else { plan.margin as i64 - half + excess };
+            h.skew_steps.clear();
+            h.wait = true;
+            h.poll = rng.range(1, 5);
+            h.wait_timeout = rng.range(plan.ttl, 3 * plan.ttl);
+            h.crash_at = None;
+            if rng.chance(500) {
+                h.pauses = vec![(h.start + rng.range(0, plan.ttl), rng.range(plan.ttl, 2 * plan.ttl))];
+            }
+        }
         plan.horizon = plan.compute_horizon();
         plan
     }

@@ -334,8 +334,7 @@ pub(crate) fn run(plan: &Plan) -> Result<Counters, Failure> {
     let holders = plan
         .holders
         .iter()
-        .enumerate()
-        .map(|(_, hp)| {
+        .map(|hp| {
             let name = hp.name.clone();
             let mut cfg = LeaseConfig::new("preview", "pr-1", &name);
             cfg.ttl_ms = plan.ttl;
@@ -575,7 +574,9 @@ impl World<'_> {
                 self.holders[h].paused_until = until;
                 self.c.pauses += 1;
                 self.note(h, What::PauseStart { until });
-                self.push(until, Ev::PauseEnd(h));
+                // On thawing, the timer fires before or after the replies that arrived meanwhile.
+                let jitter = self.rng.below(2);
+                self.push(until + jitter, Ev::PauseEnd(h));
                 Ok(())
             }
             Ev::PauseEnd(h) => {
@@ -742,7 +743,7 @@ impl World<'_> {
             Fault::None
         };
         let deliver_at = self.now + self.plan.deliver_lat.sample(&mut self.rng);
-        let skew = self.hp(h).skew;
+
         let (result, now_ms, label, epoch, fault_label) = match fault {
             Fault::NotCommitted => {
                 self.c.failed_commits += 1;
@@ -764,7 +765,7 @@ impl World<'_> {
                         self.c.stale_clock_reads += 1;
                     }
                 }
-                let now_ms = WALL0 + read_at as i64 + skew;
+                let now_ms = WALL0 + read_at as i64 + self.hp(h).skew_at(read_at);
                 let (result, label, epoch) = self.transact(h, op, request, now_ms)?;
                 match fault {
                     Fault::LostAfterCommit => {
@@ -933,8 +934,8 @@ impl World<'_> {
                         format!(
                             "at t={} run-{j} (epoch {ej}, skew {} ms) and run-{i} (epoch {e}, skew {} ms) both hold a fencing token (margin {} ms)",
                             self.now,
-                            self.hp(j).skew,
-                            self.hp(i).skew,
+                            self.hp(j).skew_at(self.now),
+                            self.hp(i).skew_at(self.now),
                             self.plan.margin
                         ),
                     ));

@@ -176,10 +176,7 @@ impl Run {
     /// Releases the lease (or cancels a wait) and drives the machine until it is over. Returns whether the
     /// store removed our lock.
     async fn finish_lease(&mut self) -> bool {
-        let mut events = match self.driver.release() {
-            Ok(evs) => evs,
-            Err(_) => return false,
-        };
+        let Ok(mut events) = self.driver.release() else { return false };
         loop {
             for event in std::mem::take(&mut events) {
                 self.on_event(&event);
