@@ -1,6 +1,6 @@
 // The dir store shared with the native `baton` CLI: both hosts implement docs/dir-store.md on the same
-// files, so their locks and mutexes exclude each other. Skipped when the CLI is not built
-// (`cargo build -p baton-native`); BATON_BIN names another binary.
+// files, so their locks and mutexes exclude each other. Needs the CLI: scripts/test.sh builds it and passes
+// BATON_BIN; without a binary these tests fail (they are the cross-host guarantee, never skipped).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, readFileSync, existsSync, mkdirSync, realpathSync } from 'node:fs';
@@ -9,11 +9,11 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openStore } from 'baton-lease';
+import { openStore } from '../../host-node/js/index.mjs';
 
-const pkgDir = fileURLToPath(new URL('..', import.meta.url));
+const pkgDir = fileURLToPath(new URL('../../host-node', import.meta.url));
 const bin = process.env.BATON_BIN ?? fileURLToPath(new URL('../../target/debug/baton', import.meta.url));
-const skip = existsSync(bin) ? false : `no native CLI at ${bin}`;
+test('the native CLI exists', () => assert.ok(existsSync(bin), `no native CLI at ${bin}: run cargo build -p baton-native or set BATON_BIN`));
 const cell = { env: 'preview', scope: 'pr-1' };
 const fresh = () => realpathSync(mkdtempSync(path.join(os.tmpdir(), 'baton-xhost-')));
 
@@ -41,7 +41,7 @@ function nodeAcquire(root, holder, startAt) {
   return once(child, 'exit').then(() => JSON.parse(out));
 }
 
-test('Node and the native CLI read and release each other\'s locks', { skip }, async () => {
+test('Node and the native CLI read and release each other\'s locks', async () => {
   const root = fresh();
   const native = await cli(root, ['acquire', '--holder', 'native-1', '--ttl', '60s']);
   assert.equal(native.status, 0);
@@ -60,7 +60,7 @@ test('Node and the native CLI read and release each other\'s locks', { skip }, a
   assert.equal(refused.envelope.error.lock.holder, 'node-1');
 });
 
-test('a mutex held by a live Node process stops the native CLI, which never breaks it', { skip }, async () => {
+test('a mutex held by a live Node process stops the native CLI, which never breaks it', async () => {
   const root = fresh();
   const dir = path.join(root, cell.env, cell.scope);
   mkdirSync(dir, { recursive: true });
@@ -74,7 +74,7 @@ test('a mutex held by a live Node process stops the native CLI, which never brea
   assert.equal(readFileSync(path.join(dir, 'lock.mutex'), 'utf8'), content);
 });
 
-test('4 Node processes and 4 native CLIs race for one cell: exactly one wins', { skip }, async () => {
+test('4 Node processes and 4 native CLIs race for one cell: exactly one wins', async () => {
   const root = fresh();
   execFileSync(bin, ['lock', 'acquire', '--store', `dir:${root}`, '--env', cell.env, '--scope', cell.scope, '--holder', 'crashed', '--ttl', '500ms']);
   const startAt = Date.now() + 700;
