@@ -102,11 +102,15 @@ pub(crate) struct Plan {
     pub(crate) holders: Vec<HolderPlan>,
     /// Whether I4 is checked (the control run turns it off to show that fencing holds without it).
     pub(crate) check_i4: bool,
+    /// Whether I4g is checked: the work may go on for `graceMs` after must-stop/lost, and still no two
+    /// holders work at once (the lease doc promises this for clocks up to half the margin apart).
+    pub(crate) check_grace: bool,
     /// Virtual time by which every holder must have finished (I6).
     pub(crate) horizon: u64,
     pub(crate) sabotage: Sabotage,
-    /// Whether I7's known deviation (release during an acquire that fails) fails the schedule.
-    pub(crate) strict_release: bool,
+    /// Whether the known deviations (I7: release during an acquire that fails; I4g: a full grace period
+    /// after a stop that came late, on thawing from a freeze) fail the schedule instead of being counted.
+    pub(crate) strict: bool,
 }
 
 impl Plan {
@@ -232,9 +236,10 @@ impl Plan {
             stale_permille,
             holders,
             check_i4: true,
+            check_grace: false,
             horizon: 0,
             sabotage: Sabotage::None,
-            strict_release: false,
+            strict: false,
         };
         plan.horizon = plan.compute_horizon();
         plan
@@ -265,7 +270,7 @@ impl Plan {
         let mut plan = Self::generate(seed);
         let mut rng = Rng::new(seed, 4);
         let half = (plan.margin / 2) as i64;
-        let lat = Latency::fixed_max(rng.range(0, 2));
+        let lat = Latency::fixed_max(rng.pick(&[0, 0, 1, 2]));
         (plan.commit_lat, plan.deliver_lat) = (lat, lat);
         plan.calm = false;
         for (i, h) in plan.holders.iter_mut().enumerate() {
@@ -280,6 +285,19 @@ impl Plan {
             }
         }
         plan.horizon = plan.compute_horizon();
+        plan
+    }
+
+    /// The schedule of `seed` with wall clocks at most half the margin apart, checking I4g.
+    pub(crate) fn grace(seed: u64) -> Self {
+        let mut plan = Self::generate(seed);
+        for h in &mut plan.holders {
+            h.skew /= 2;
+            for step in &mut h.skew_steps {
+                step.1 /= 2;
+            }
+        }
+        plan.check_grace = true;
         plan
     }
 

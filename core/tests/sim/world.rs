@@ -27,6 +27,7 @@ pub(crate) const I3: &str = "I3 no write after takeover";
 pub(crate) const I4: &str = "I4 no overlapping validity";
 pub(crate) const I5: &str = "I5 paced";
 pub(crate) const I6: &str = "I6 liveness";
+pub(crate) const I4G: &str = "I4g no overlapping work, grace included";
 pub(crate) const I7: &str = "I7 release() ends the lease with released or release-failed";
 pub(crate) const CONTRACT: &str = "host contract (the machine refused a call made by the contract)";
 
@@ -69,6 +70,11 @@ pub(crate) struct Counters {
     pub(crate) min_takeover_gap: u64,
     /// Leases where `release()` was called during the acquire and that ended with `acquire-failed` (I7).
     pub(crate) release_ended_acquire_failed: u64,
+    /// Stops (must-stop/lost) after which a holder whose work had started got a grace period (I4g runs).
+    pub(crate) graces: u64,
+    /// Grace periods after a stop that came late (on thawing from a freeze) overlapping another holder's
+    /// work (I4g known deviation).
+    pub(crate) late_graces_overlapping: u64,
 }
 
 impl Default for Counters {
@@ -105,6 +111,8 @@ impl Default for Counters {
             takeover_handovers: 0,
             min_takeover_gap: u64::MAX,
             release_ended_acquire_failed: 0,
+            graces: 0,
+            late_graces_overlapping: 0,
         }
     }
 }
@@ -142,6 +150,8 @@ impl Counters {
         self.takeover_handovers += o.takeover_handovers;
         self.min_takeover_gap = self.min_takeover_gap.min(o.min_takeover_gap);
         self.release_ended_acquire_failed += o.release_ended_acquire_failed;
+        self.graces += o.graces;
+        self.late_graces_overlapping += o.late_graces_overlapping;
     }
 }
 
@@ -290,6 +300,14 @@ struct Holder {
     release_called: bool,
     released_lock: bool,
     stopped: bool,
+    /// Until when its work may still run after must-stop/lost (`graceMs` after the first of them).
+    grace_end: Option<u64>,
+    /// Whether its first stop came as it thawed from a freeze, and whether its grace then overlapped
+    /// another holder's work (counted once).
+    stop_on_thaw: bool,
+    late_grace_overlapped: bool,
+    /// Whether its work started: the host starts it on `acquired` only if the token is valid then.
+    worked: bool,
     /// The event that ended the lease.
     ended_with: Option<&'static str>,
     /// Whether `release()` was called before the lease had ended, and whether an acquire was in flight then.
@@ -357,6 +375,10 @@ pub(crate) fn run(plan: &Plan) -> Result<Counters, Failure> {
                 release_called: false,
                 released_lock: false,
                 stopped: false,
+                grace_end: None,
+                stop_on_thaw: false,
+                late_grace_overlapped: false,
+                worked: false,
                 ended_with: None,
                 cancelled_live: false,
                 cancelled_acquiring: false,
@@ -469,6 +491,9 @@ impl World<'_> {
             // INVARIANT: every seq in the heap has its event in the slab, taken exactly once.
             let ev = self.slab[seq as usize].take().expect("event taken twice");
             self.step(ev)?;
+            if self.plan.check_grace {
+                self.check_grace()?;
+            }
             if self.plan.check_i4 {
                 self.check_validity()?;
                 self.track_handovers();
@@ -674,7 +699,9 @@ impl World<'_> {
         let (kind, epoch) = match event {
             LeaseEvent::Acquired { epoch, .. } => {
                 self.c.acquired += 1;
+                let token = self.holders[h].m.fencing_token(self.mono(h));
                 self.holders[h].acquired = true;
+                self.holders[h].worked = token.is_some();
                 let granted = self.granted_to.get(*epoch as usize).copied().flatten();
                 if granted != Some(h) {
                     return Err(self.fail(
@@ -699,15 +726,23 @@ impl World<'_> {
                 self.c.renew_failed += 1;
                 ("renew-failed", None)
             }
-            LeaseEvent::Lost { .. } | LeaseEvent::MustStop { .. } => {
+            LeaseEvent::Lost { grace_ms, .. } | LeaseEvent::MustStop { grace_ms, .. } => {
                 let lost = matches!(event, LeaseEvent::Lost { .. });
+                let now = self.now;
+                let hs = &mut self.holders[h];
+                if hs.grace_end.is_none() {
+                    hs.grace_end = Some(now + grace_ms);
+                    self.c.graces += u64::from(hs.worked);
+                    hs.stop_on_thaw = hs.paused_until > 0 && (hs.paused_until..=hs.paused_until + 1).contains(&now);
+                }
                 if lost {
                     self.c.lost += 1;
                 } else {
                     self.c.must_stop += 1;
                 }
                 self.holders[h].stopped = true;
-                let delay = self.hp(h).stop_delay;
+                // The host stops the work, then releases. Checking I4g, the work takes its whole grace.
+                let delay = if self.plan.check_grace { *grace_ms } else { self.hp(h).stop_delay };
                 self.schedule_release(h, delay);
                 (if lost { "lost" } else { "must-stop" }, None)
             }
@@ -946,6 +981,55 @@ impl World<'_> {
         Ok(())
     }
 
+    /// I4g: at this instant at most one live holder works: has a token, or is within the grace period
+    /// after its first must-stop/lost (the host kills the work at its end). Unless strict, a grace period
+    /// after a stop that came late (as the holder thawed from a freeze) is counted, not failed.
+    fn check_grace(&mut self) -> Result<(), Failure> {
+        let now = self.now;
+        let mut working = Vec::new();
+        for (i, hs) in self.holders.iter().enumerate() {
+            if hs.crashed {
+                continue;
+            }
+            let token = hs.m.fencing_token(self.mono(i)).is_some();
+            let grace = hs.worked && hs.grace_end.is_some_and(|end| now < end) && !hs.release_called;
+            if token || grace {
+                working.push((i, token));
+            }
+        }
+        if working.len() < 2 {
+            return Ok(());
+        }
+        let late = |w: &Self, (i, token): (usize, bool)| !token && w.holders[i].stop_on_thaw;
+        if !self.plan.strict && working.iter().any(|&x| late(self, x)) {
+            for &(i, token) in &working {
+                if late(self, (i, token)) && !self.holders[i].late_grace_overlapped {
+                    self.holders[i].late_grace_overlapped = true;
+                    self.c.late_graces_overlapping += 1;
+                }
+            }
+            working.retain(|&x| !late(self, x));
+            if working.len() < 2 {
+                return Ok(());
+            }
+        }
+        let describe = |w: &Self, (i, token): (usize, bool)| {
+            let how = match (token, w.holders[i].stop_on_thaw) {
+                (true, _) => "its token",
+                (false, false) => "the grace after its stop",
+                (false, true) => "the grace after its stop, which came as it thawed from a freeze",
+            };
+            format!("run-{i} works ({how}; skew {} ms)", w.hp(i).skew_at(now))
+        };
+        let detail = format!(
+            "at t={now} {} and {} (margin {} ms)",
+            describe(self, working[0]),
+            describe(self, working[1]),
+            self.plan.margin
+        );
+        Err(self.fail(I4G, detail))
+    }
+
     /// Measures how close the token handovers come: when a holder's token ends (found to the millisecond:
     /// the token is a pure function of time until the next call) and when the next one starts.
     fn track_handovers(&mut self) {
@@ -1019,7 +1103,7 @@ impl World<'_> {
                 // Known deviation (reported, see sim.rs): release() while the acquire is in flight, and the
                 // acquire then fails: the machine ends with acquire-failed. Fatal only in strict mode.
                 let known = hs.cancelled_acquiring && hs.ended_with == Some("acquire-failed");
-                if known && !self.plan.strict_release {
+                if known && !self.plan.strict {
                     deviations += 1;
                 } else {
                     return Err(self.fail(
