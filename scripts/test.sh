@@ -11,6 +11,8 @@ step "setup";                bash scripts/setup.sh
 step "format";               cargo fmt --all --check
 step "build the wasm";       bash scripts/build-wasm.sh
 step "cargo test";           cargo test --workspace --quiet
+step "simulation (100,000 schedules, release)"
+                             BATON_SIM_SCHEDULES=100000 cargo test --release --quiet -p baton-core --test sim
 step "clippy (native)";      cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p baton-node --target wasm32-unknown-unknown --quiet -- -D warnings
 step "node package";         (cd host-node && npm test && npm run --silent typecheck)

@@ -111,6 +111,42 @@ impl Guest for Component {
     fn fenced_write(request: String) -> Result<String, Error> {
         call("fenced-write", request)
     }
+    fn succession(request: String) -> Result<String, Error> {
+        call("succession", request)
+    }
+    fn parent_cell(request: String) -> Result<String, Error> {
+        call("parent-cell", request)
+    }
+    fn approval(request: String) -> Result<String, Error> {
+        call("approval", request)
+    }
+    fn run_begin(request: String) -> Result<String, Error> {
+        call("run-begin", request)
+    }
+    fn run_finish(request: String) -> Result<String, Error> {
+        call("run-finish", request)
+    }
+    fn ledger_intend(request: String) -> Result<String, Error> {
+        call("ledger-intend", request)
+    }
+    fn ledger_record(request: String) -> Result<String, Error> {
+        call("ledger-record", request)
+    }
+    fn ledger_forget(request: String) -> Result<String, Error> {
+        call("ledger-forget", request)
+    }
+    fn ledger_check(request: String) -> Result<String, Error> {
+        call("ledger-check", request)
+    }
+    fn handover(request: String) -> Result<String, Error> {
+        call("handover", request)
+    }
+    fn destroy_plan(request: String) -> Result<String, Error> {
+        call("destroy-plan", request)
+    }
+    fn scope_status(request: String) -> Result<String, Error> {
+        call("scope-status", request)
+    }
     fn render(request: String) -> Result<String, Error> {
         call("render", request)
     }

@@ -9,6 +9,7 @@ use crate::context::{ContextInput, detect};
 use crate::envelope::{RenderInput, render};
 use crate::error::{CoreError, error_codes};
 use crate::lock;
+use crate::ownership;
 use crate::scope::scope_for;
 use crate::time::UnixMs;
 use serde::Deserialize;
@@ -17,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 14] = [
+pub const OPS: [&str; 26] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -29,6 +30,18 @@ pub const OPS: [&str; 14] = [
     "lock-break",
     "fence-check",
     "fenced-write",
+    "succession",
+    "parent-cell",
+    "approval",
+    "run-begin",
+    "run-finish",
+    "ledger-intend",
+    "ledger-record",
+    "ledger-forget",
+    "ledger-check",
+    "handover",
+    "destroy-plan",
+    "scope-status",
     "render",
     "error-codes",
     "cell-files",
@@ -58,6 +71,53 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         }
         "fenced-write" => {
             run(op, input, |r: FencedWriteRequest| lock::fenced_write(&r.cell, &r.holder, r.epoch, &r.file, &r.content))
+        }
+        "succession" => run(op, input, |r: SuccessionRequest| {
+            Ok(json!({ "predecessor": ownership::predecessor_of(&r.scope, r.branch.as_deref(), r.pr) }))
+        }),
+        "parent-cell" => run(op, input, |r: ParentCellRequest| {
+            let (env, scope) = ownership::parent_cell(&r.identity, &r.secrets)?;
+            Ok(json!({ "env": env, "scope": scope, "label": format!("parent object {}", r.identity) }))
+        }),
+        "approval" => run(op, input, |r: ApprovalRequest| ownership::approval(&r.env, r.approved_by.as_deref())),
+        "run-begin" => run(op, input, |r: RunBeginRequest| {
+            ownership::run_begin(
+                &r.cell,
+                &r.holder,
+                r.epoch,
+                r.now_ms,
+                &r.context,
+                &r.hash_key,
+                r.lock_preempted.as_deref(),
+                r.approved_by.as_deref(),
+                r.destroy,
+                r.predecessor.as_ref(),
+            )
+        }),
+        "run-finish" => run(op, input, |r: RunFinishRequest| {
+            ownership::run_finish(&r.cell, &r.holder, r.epoch, r.now_ms, r.succeeded, r.sha.as_deref())
+        }),
+        "ledger-intend" => {
+            run(op, input, |r: LedgerRequest| ownership::intend(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource))
+        }
+        "ledger-record" => run(op, input, |r: LedgerRequest| {
+            ownership::record(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource, r.id.as_deref().unwrap_or_default())
+        }),
+        "ledger-forget" => {
+            run(op, input, |r: LedgerRequest| ownership::forget(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource))
+        }
+        "ledger-check" => run(op, input, |r: CheckRequest| {
+            let fence = r.holder.as_deref().zip(r.epoch);
+            ownership::check(&r.cell, fence, r.now_ms, &r.resource, r.change, &r.others, r.predecessor.as_deref())
+        }),
+        "handover" => run(op, input, |r: HandoverRequest| {
+            ownership::handover(&r.cell, &r.holder, r.epoch, r.now_ms, &r.successor, &r.successor_ledger)
+        }),
+        "destroy-plan" => {
+            run(op, input, |r: FencedRequest| ownership::destroy_plan(&r.cell, &r.holder, r.epoch, r.now_ms))
+        }
+        "scope-status" => {
+            run(op, input, |r: StatusRequest| ownership::status(&r.cell, r.now_ms, &r.others, r.predecessor.as_deref()))
         }
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
@@ -251,6 +311,138 @@ struct FencedWriteRequest {
     /// Accepted (hosts add `nowMs` to every cell request) and not needed.
     #[serde(default, rename = "nowMs")]
     _now_ms: Option<UnixMs>,
+}
+
+/// `succession`: `{scope, branch?, pr?}` -> `{predecessor}` (`branch-<head>` for a PR scope, else null).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SuccessionRequest {
+    scope: String,
+    #[serde(default)]
+    branch: Option<String>,
+    #[serde(default)]
+    pr: Option<u64>,
+}
+
+/// `parent-cell`: `{identity, secrets?}` -> `{env: "_locks", scope: <32 hex>, label}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ParentCellRequest {
+    identity: String,
+    #[serde(default)]
+    secrets: Vec<String>,
+}
+
+/// `approval`: `{env, approvedBy?}` -> `{required, approvedBy}` or `ENV_NOT_APPROVED`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ApprovalRequest {
+    env: String,
+    #[serde(default)]
+    approved_by: Option<String>,
+}
+
+/// `run-begin`: `{cell, holder, epoch, nowMs, context, hashKey, lockPreempted?, approvedBy?, destroy?,
+/// predecessor?: {scope, text}}` -> `{changes, receipt, warnings, inherited, owned}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RunBeginRequest {
+    cell: Cell,
+    holder: String,
+    epoch: u64,
+    now_ms: UnixMs,
+    context: ownership::RunContext,
+    #[serde(default)]
+    hash_key: String,
+    #[serde(default)]
+    lock_preempted: Option<String>,
+    #[serde(default)]
+    approved_by: Option<String>,
+    #[serde(default)]
+    destroy: bool,
+    #[serde(default)]
+    predecessor: Option<ownership::OtherScope>,
+}
+
+/// `run-finish`: `{cell, holder, epoch, nowMs, succeeded, sha?}` -> `{changes, receipt, status, unresolved}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RunFinishRequest {
+    cell: Cell,
+    holder: String,
+    epoch: u64,
+    now_ms: UnixMs,
+    succeeded: bool,
+    #[serde(default)]
+    sha: Option<String>,
+}
+
+/// `ledger-intend|record|forget`: `{cell, holder, epoch, nowMs, resource: {adapter, key, provider?, op?,
+/// label?, parent?}, id?}` -> `{changes, receipt, ...}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LedgerRequest {
+    cell: Cell,
+    holder: String,
+    epoch: u64,
+    now_ms: UnixMs,
+    resource: ownership::Resource,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// `ledger-check`: `{cell, holder?, epoch?, nowMs, resource, change, others: [{scope, text}], predecessor?}`
+/// -> `{relation, owner?, changes}` or `OWNED_BY_OTHER_SCOPE`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CheckRequest {
+    cell: Cell,
+    #[serde(default)]
+    holder: Option<String>,
+    #[serde(default)]
+    epoch: Option<u64>,
+    now_ms: UnixMs,
+    resource: ownership::Resource,
+    #[serde(default)]
+    change: bool,
+    #[serde(default)]
+    others: Vec<ownership::OtherScope>,
+    #[serde(default)]
+    predecessor: Option<String>,
+}
+
+/// `handover`: `{cell (the predecessor's), holder, epoch, nowMs, successor, successorLedger: [identity]}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct HandoverRequest {
+    cell: Cell,
+    holder: String,
+    epoch: u64,
+    now_ms: UnixMs,
+    successor: String,
+    successor_ledger: Vec<String>,
+}
+
+/// `destroy-plan`: `{cell, holder, epoch, nowMs}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FencedRequest {
+    cell: Cell,
+    holder: String,
+    epoch: u64,
+    now_ms: UnixMs,
+}
+
+/// `scope-status`: `{cell, nowMs, others, predecessor?}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StatusRequest {
+    cell: Cell,
+    now_ms: UnixMs,
+    #[serde(default)]
+    others: Vec<ownership::OtherScope>,
+    #[serde(default)]
+    predecessor: Option<String>,
 }
 
 #[cfg(test)]

@@ -22,7 +22,10 @@ pub mod error;
 pub mod lease;
 pub mod lock;
 pub mod names;
+pub mod ownership;
+pub mod receipt;
 pub mod scope;
+pub mod sha256;
 pub mod time;
 
 pub use error::{CoreError, ErrorCode};

@@ -24,8 +24,8 @@
 //! - I5 paced: a machine never has two store requests in flight (tracked by id).
 //! - I6 liveness: the schedule ends before a horizon and every machine that did not crash finishes; in
 //!   calm schedules every waiting holder gets the lock, nobody is stopped, and every lock taken is removed.
-//! - I7 release() ends the lease with `released` or `release-failed`, as the lease module documents (one
-//!   known deviation is counted, not failed; `BATON_SIM_STRICT=1` makes it fatal).
+//! - I7 release() ends the lease with `released` or `release-failed`, as the lease module documents, also
+//!   when the acquire it interrupted fails.
 //!
 //! Tests: `simulation` (`BATON_SIM_SCHEDULES`, default 2000, from `BATON_SIM_SEED`, default 0; prints its
 //! counters); `control_broken_clocks` (clocks more than the TTL apart: I4 must fail, the fence must still
@@ -141,7 +141,8 @@ fn simulation() {
     let count = env_u64("BATON_SIM_SCHEDULES", 2_000);
     let first = env_u64("BATON_SIM_SEED", 0);
     let started = std::time::Instant::now();
-    let strict = env_u64("BATON_SIM_STRICT", 0) != 0;
+    // Both deviations this used to count were fixed in the core; `BATON_SIM_STRICT=0` only counts them.
+    let strict = env_u64("BATON_SIM_STRICT", 1) != 0;
     let (c, failed) = run_many(first, count, |seed| Plan { strict, ..Plan::generate(seed) });
     if let Some((seed, f)) = failed {
         let msg =
@@ -240,13 +241,14 @@ fn tolerance_is_exactly_the_margin() {
 
 /// I4g: with wall clocks at most half the margin apart, the work may run on for `graceMs` after
 /// must-stop/lost (the host kills it then, and releases after) and still no two holders work at once.
-/// The known deviation (a stop that comes late, as the holder thaws from a freeze, still gets the full
-/// grace) is counted and reported; `BATON_SIM_STRICT=1` makes it fatal.
+/// A stop that comes late (the holder thaws from a freeze past its deadline) gets only what is left of the
+/// grace, so this holds too.
 #[test]
 fn grace_period() {
     let count = env_u64("BATON_SIM_SCHEDULES", 2_000);
     let first = env_u64("BATON_SIM_SEED", 0);
-    let strict = env_u64("BATON_SIM_STRICT", 0) != 0;
+    // Both deviations this used to count were fixed in the core; `BATON_SIM_STRICT=0` only counts them.
+    let strict = env_u64("BATON_SIM_STRICT", 1) != 0;
     let (c, failed) = run_many(first, count, |seed| Plan { strict, ..Plan::grace(seed) });
     if let Some((seed, f)) = failed {
         panic!("grace simulation failed: seed {seed} (rerun with BATON_SIM_SEED={seed} BATON_SIM_SCHEDULES=1)\n{f}");

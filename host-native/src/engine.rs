@@ -88,6 +88,18 @@ impl CoreComponent {
             "lock-break" => d.call_lock_break(s, &req),
             "fence-check" => d.call_fence_check(s, &req),
             "fenced-write" => d.call_fenced_write(s, &req),
+            "succession" => d.call_succession(s, &req),
+            "parent-cell" => d.call_parent_cell(s, &req),
+            "approval" => d.call_approval(s, &req),
+            "run-begin" => d.call_run_begin(s, &req),
+            "run-finish" => d.call_run_finish(s, &req),
+            "ledger-intend" => d.call_ledger_intend(s, &req),
+            "ledger-record" => d.call_ledger_record(s, &req),
+            "ledger-forget" => d.call_ledger_forget(s, &req),
+            "ledger-check" => d.call_ledger_check(s, &req),
+            "handover" => d.call_handover(s, &req),
+            "destroy-plan" => d.call_destroy_plan(s, &req),
+            "scope-status" => d.call_scope_status(s, &req),
             "render" => d.call_render(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));

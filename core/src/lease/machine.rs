@@ -74,7 +74,7 @@ pub enum LeaseEvent {
     Lost {
         /// The `LOCK_LOST` error.
         error: Value,
-        /// How long the host may let its work shut down before killing it.
+        /// How long the host may let its work shut down before killing it (same bound as `must-stop`).
         #[serde(rename = "graceMs")]
         grace_ms: u64,
     },
@@ -82,8 +82,9 @@ pub enum LeaseEvent {
     MustStop {
         /// The `LOCK_LOST` error explaining why.
         error: Value,
-        /// How long the host may let its work shut down before killing it: half the margin, so the work
-        /// ends before the lock could expire for others even with clock skew up to half the margin.
+        /// How long the host may let its work shut down before killing it: until half a margin past the
+        /// holder's deadline (0 when a pause already carried it past that), so the work ends before the
+        /// lock could expire for others even with clock skew up to half the margin.
         #[serde(rename = "graceMs")]
         grace_ms: u64,
     },
@@ -355,7 +356,7 @@ impl LeaseMachine {
             .with("holder", self.cfg.holder.clone())
             .with("epoch", h.epoch)
             .with("current", Value::Null);
-            let grace_ms = self.timing.margin / 2;
+            let grace_ms = (h.valid_until + self.timing.margin / 2).saturating_sub(now);
             self.event(LeaseEvent::MustStop { error: error.to_json(), grace_ms });
         }
     }
@@ -397,6 +398,10 @@ impl LeaseMachine {
                             remaining_ms: deadline - now,
                         });
                     }
+                    _ if self.release_pending => {
+                        // The caller already asked to stop: nothing of ours is in the store.
+                        self.finish(LeaseEvent::Released { released: false });
+                    }
                     _ => {
                         let mut error = Value::Object(error);
                         if held && let Some(t) = self.timing.wait_timeout {
@@ -416,7 +421,7 @@ impl LeaseMachine {
 
     fn on_renewed(&mut self, result: StoreResult, sent_at: Mono, now: Mono) {
         let renew_every = self.timing.renew_every;
-        let grace_ms = self.timing.margin / 2;
+        let half_margin = self.timing.margin / 2;
         let valid_for = self.timing.ttl - self.timing.margin;
         let State::Held(h) = &mut self.state else { return };
         match result {
@@ -430,6 +435,9 @@ impl LeaseMachine {
             StoreResult::Error(error) if error.get("code").and_then(Value::as_str) == Some("LOCK_LOST") => {
                 h.lost = true;
                 h.next_renew = None;
+                // The work ends by the same instant as after must-stop, never later: half a margin past
+                // the holder's own deadline (which may already be past after a pause).
+                let grace_ms = (h.valid_until + half_margin).saturating_sub(now);
                 self.event(LeaseEvent::Lost { error: Value::Object(error), grace_ms });
             }
             StoreResult::Error(error) => {

@@ -58,7 +58,7 @@ pub async fn acquire(mut core: CoreComponent, args: &AcquireArgs) -> (CoreCompon
         Err((core, e)) => return (core, Err(e)),
     };
     let outcome = acquire_with(&mut driver, &t).await;
-    let outcome = outcome.map(|acquired| {
+    let outcome = outcome.map(|(acquired, _later)| {
         if !args.target.json {
             let lock = &acquired["lock"];
             note(format!(
@@ -76,17 +76,19 @@ pub async fn acquire(mut core: CoreComponent, args: &AcquireArgs) -> (CoreCompon
 }
 
 /// Drives the machine until the lease is acquired (the `acquired` event) or refused, printing progress
-/// while waiting.
-pub(crate) async fn acquire_with(driver: &mut Driver, t: &Target) -> Result<Value, HostError> {
+/// while waiting. Returns the `acquired` event and the events that came after it in the same batch (a
+/// `must-stop` after a very slow acquire), which the caller must handle.
+pub(crate) async fn acquire_with(driver: &mut Driver, t: &Target) -> Result<(Value, Vec<Value>), HostError> {
     let mut events = driver.acquire()?;
     loop {
-        for event in events {
+        let mut batch = events.into_iter();
+        while let Some(event) = batch.next() {
             match event["kind"].as_str() {
                 Some("acquired") => {
                     if let Some(w) = event["warning"].as_str() {
                         note(w);
                     }
-                    return Ok(event);
+                    return Ok((event, batch.collect()));
                 }
                 Some("waiting") => note(format!(
                     "waiting for {}/{}: held by {} until {} (waited {}, giving up in {})",

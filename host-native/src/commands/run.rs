@@ -68,8 +68,8 @@ impl Run {
             Ok(e) => e,
             Err(sig) => self.interrupted(sig),
         });
-        let acquired = match acquired {
-            Ok(event) => event,
+        let (acquired, later) = match acquired {
+            Ok(acquired) => acquired,
             Err(e) => {
                 let _ = self.finish_lease().await;
                 let exit = self.signal.map(|s| (128 + s) as u8);
@@ -90,8 +90,8 @@ impl Run {
         };
         let pgid = child.id().and_then(|p| i32::try_from(p).ok());
         let mut kill_at: Option<tokio::time::Instant> = None;
-        // The lease loop while CMD runs.
-        let mut events = Vec::new();
+        // The lease loop while CMD runs, starting with what came after `acquired`.
+        let mut events = later;
         while self.child_status.is_none() {
             for event in std::mem::take(&mut events) {
                 if let Some(grace) = self.on_event(&event) {

@@ -1,0 +1,463 @@
+//! The ownership transactions. Each takes the cell snapshot (with `latest.json`) and answers the changes to
+//! commit; the writing ones are fenced by holder and epoch.
+
+use super::scopes::{OtherScope, foreign_map};
+use crate::cell::{Cell, Change};
+use crate::error::{CoreError, ErrorCode};
+use crate::lock::{LockRecord, check_fence, parse_lock};
+use crate::receipt::{CreatedBy, LedgerEntry, RECEIPT_VERSION, Receipt, ResourceRef, read_receipt};
+use crate::time::{UnixMs, format_iso};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// A resource as a command names it: adapter, key and (optional) provider block.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Resource {
+    /// The adapter.
+    pub adapter: String,
+    /// The key.
+    pub key: String,
+    /// The provider block (`{}` when absent).
+    #[serde(default = "empty")]
+    pub provider: Value,
+    /// The operation (informational).
+    #[serde(default)]
+    pub op: Option<String>,
+    /// A label.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// The parent object whose lock guards writes to it.
+    #[serde(default)]
+    pub parent: Option<String>,
+}
+
+fn empty() -> Value {
+    Value::Object(Map::new())
+}
+
+impl Resource {
+    fn identity(&self) -> String {
+        crate::receipt::identity(&self.adapter, &self.provider, &self.key)
+    }
+
+    fn validate(&self) -> Result<(), CoreError> {
+        if self.adapter.trim().is_empty() || self.key.trim().is_empty() {
+            return Err(CoreError::usage("a resource needs a non-empty adapter and key (--adapter, --key)"));
+        }
+        if !self.provider.is_object() {
+            return Err(CoreError::usage("the provider block must be a JSON object (--provider '{\"team\":\"x\"}')"));
+        }
+        Ok(())
+    }
+
+    fn entry(&self, created_by: CreatedBy, id: &str) -> LedgerEntry {
+        LedgerEntry {
+            adapter: self.adapter.clone(),
+            op: self.op.clone().unwrap_or_default(),
+            provider: self.provider.clone(),
+            key: self.key.clone(),
+            id: id.to_owned(),
+            hash: String::new(),
+            label: self.label.clone(),
+            created_by: created_by.as_str().to_owned(),
+            line: String::new(),
+            parent: self.parent.clone(),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// The run's context as the receipt records it (`ctx`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunContext {
+    /// Environment.
+    pub env: String,
+    /// Scope.
+    pub scope: String,
+    /// Branch.
+    #[serde(default)]
+    pub branch: Option<String>,
+    /// Commit.
+    #[serde(default)]
+    pub sha: Option<String>,
+    /// Pull request.
+    #[serde(default)]
+    pub pr: Option<u64>,
+}
+
+impl RunContext {
+    fn to_ctx(&self) -> Value {
+        let short = self.sha.as_deref().map(|s| s.chars().take(7).collect::<String>());
+        json!({
+            "env": self.env,
+            "git": { "branch": self.branch, "sha": self.sha, "short_sha": short },
+            "pr": { "number": self.pr },
+            "scope": self.scope,
+        })
+    }
+}
+
+/// A fenced write of this run's receipt: the answer of every writing operation.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Written {
+    /// The changes to commit.
+    pub changes: Vec<Change>,
+    /// The receipt as it will be stored.
+    pub receipt: Value,
+    /// What to tell people.
+    pub warnings: Vec<String>,
+    /// Operation-specific facts.
+    #[serde(flatten)]
+    pub facts: Map<String, Value>,
+}
+
+fn written(receipt: &Receipt, warnings: Vec<String>, facts: Map<String, Value>) -> Result<Written, CoreError> {
+    Ok(Written { changes: receipt.changes()?, receipt: receipt.to_value(), warnings, facts })
+}
+
+/// A fresh receipt for run `run_id`, carrying the ledger, history and hash key of `previous`.
+fn new_run_receipt(cell: &Cell, run_id: &str, epoch: u64, now: UnixMs, previous: Option<&Receipt>) -> Receipt {
+    let mut doc = Map::new();
+    doc.insert("version".into(), json!(RECEIPT_VERSION));
+    doc.insert("runId".into(), json!(run_id));
+    doc.insert("environment".into(), json!(cell.env));
+    doc.insert("scope".into(), json!(cell.scope));
+    doc.insert("status".into(), json!("failed"));
+    doc.insert("inProgress".into(), json!(true));
+    doc.insert("startedAt".into(), json!(format_iso(now)));
+    doc.insert("finishedAt".into(), json!(""));
+    doc.insert("plan".into(), json!({ "hash": "" }));
+    let ctx = previous.and_then(|p| p.doc.get("ctx").cloned()).unwrap_or(Value::Null);
+    doc.insert("ctx".into(), ctx);
+    doc.insert("lines".into(), json!({}));
+    doc.insert("ledger".into(), Value::Null);
+    let history = previous.and_then(|p| p.doc.get("history").cloned()).unwrap_or_else(|| json!([]));
+    doc.insert("history".into(), history);
+    let key = previous.map(|p| p.str("hashKey").to_owned()).unwrap_or_default();
+    doc.insert("hashKey".into(), json!(key));
+    doc.insert("epoch".into(), json!(epoch));
+    Receipt { doc, ledger: previous.map(|p| p.ledger.clone()).unwrap_or_default() }
+}
+
+/// The receipt this holder's run writes to: the stored one when it is already this run's, else a new run
+/// receipt carrying the stored ledger. Fenced first.
+fn run_receipt(cell: &Cell, holder: &str, epoch: u64, now: UnixMs) -> Result<Receipt, CoreError> {
+    check_fence(cell, holder, epoch)?;
+    let stored = read_receipt(cell)?;
+    match stored {
+        Some(r) if r.str("runId") == holder => Ok(r),
+        other => Ok(new_run_receipt(cell, holder, epoch, now, other.as_ref())),
+    }
+}
+
+/// `run-begin`: starts a run's receipt (fenced): carries the scope's ledger, inherits the predecessor's
+/// entries (marked `inheritedFrom`), records context, epoch, `lockPreempted` and `approvedBy`, and writes it
+/// as a checkpoint (`status: failed`, `inProgress: true`), so a crash leaves a correct record.
+#[allow(clippy::too_many_arguments)]
+pub fn run_begin(
+    cell: &Cell,
+    holder: &str,
+    epoch: u64,
+    now: UnixMs,
+    ctx: &RunContext,
+    hash_key: &str,
+    lock_preempted: Option<&str>,
+    approved_by: Option<&str>,
+    destroy: bool,
+    predecessor: Option<&OtherScope>,
+) -> Result<Written, CoreError> {
+    check_fence(cell, holder, epoch)?;
+    let previous = read_receipt(cell)?;
+    let mut r = new_run_receipt(cell, holder, epoch, now, previous.as_ref());
+    r.set("ctx", ctx.to_ctx());
+    if r.str("hashKey").is_empty() && previous.is_none() {
+        r.set("hashKey", hash_key);
+    }
+    if let Some(p) = lock_preempted {
+        r.set("lockPreempted", p);
+    }
+    if let Some(a) = approved_by {
+        r.set("approvedBy", a);
+    }
+    if destroy {
+        r.set("destroy", true);
+    }
+    let mut warnings = Vec::new();
+    let mut inherited = 0usize;
+    if let Some(pred) = predecessor
+        && !destroy
+        && let Some(pr) = pred.receipt()
+    {
+        for entry in pr.ledger {
+            if r.position(&entry.identity()).is_none() {
+                let mut e = entry.clone();
+                e.hash = String::new();
+                e.extra.insert("inheritedFrom".into(), json!(pred.scope));
+                r.ledger.push(e);
+                inherited += 1;
+            }
+        }
+        if inherited > 0 {
+            let noun = if inherited == 1 { "resource" } else { "resources" };
+            warnings.push(format!(
+                "Inherited {inherited} {noun} from scope `{}` (this pull request's head branch). Destroying this scope removes them.",
+                pred.scope
+            ));
+        }
+    }
+    let mut facts = Map::new();
+    facts.insert("inherited".into(), json!(inherited));
+    facts.insert("owned".into(), json!(r.ledger.iter().filter(|e| e.created_by() != CreatedBy::Adopted).count()));
+    written(&r, warnings, facts)
+}
+
+/// `ledger-intend`: records a write-ahead intent before a create (fenced checkpoint). An entry with the same
+/// identity is replaced in place (a create makes a new object).
+pub fn intend(cell: &Cell, holder: &str, epoch: u64, now: UnixMs, res: &Resource) -> Result<Written, CoreError> {
+    res.validate()?;
+    let mut r = run_receipt(cell, holder, epoch, now)?;
+    let entry = res.entry(CreatedBy::Intent, "");
+    match r.position(&res.identity()) {
+        Some(i) => r.ledger[i] = entry,
+        None => r.ledger.push(entry),
+    }
+    written(&r, Vec::new(), Map::new())
+}
+
+/// `ledger-record`: the resource exists with `id` and this scope owns it (an intent becomes owned; an
+/// unknown resource is added). Recording an inherited entry keeps its position and drops nothing.
+pub fn record(
+    cell: &Cell,
+    holder: &str,
+    epoch: u64,
+    now: UnixMs,
+    res: &Resource,
+    id: &str,
+) -> Result<Written, CoreError> {
+    res.validate()?;
+    if id.trim().is_empty() {
+        return Err(CoreError::usage("recording a resource needs its provider id (--id)"));
+    }
+    let mut r = run_receipt(cell, holder, epoch, now)?;
+    match r.position(&res.identity()) {
+        Some(i) => {
+            let e = &mut r.ledger[i];
+            e.id = id.to_owned();
+            e.created_by = CreatedBy::Owned.as_str().into();
+            if res.label.is_some() {
+                e.label.clone_from(&res.label);
+            }
+            if res.parent.is_some() {
+                e.parent.clone_from(&res.parent);
+            }
+        }
+        None => r.ledger.push(res.entry(CreatedBy::Owned, id)),
+    }
+    written(&r, Vec::new(), Map::new())
+}
+
+/// `ledger-forget`: removes the entry (it was deleted, or was never created).
+pub fn forget(cell: &Cell, holder: &str, epoch: u64, now: UnixMs, res: &Resource) -> Result<Written, CoreError> {
+    res.validate()?;
+    let mut r = run_receipt(cell, holder, epoch, now)?;
+    let before = r.ledger.len();
+    let identity = res.identity();
+    r.ledger.retain(|e| e.identity() != identity);
+    let mut facts = Map::new();
+    facts.insert("forgotten".into(), json!(before != r.ledger.len()));
+    written(&r, Vec::new(), facts)
+}
+
+/// `ledger-check`: may this scope create or change (`change`) the resource, or rely on it? Foreign and
+/// changed: `OWNED_BY_OTHER_SCOPE`. Foreign and relied on: recorded as `adopted` (a fenced write when a
+/// holder is given). Answers `{relation: own|inherited|foreign|none, owner?, changes}`.
+#[allow(clippy::too_many_arguments)]
+pub fn check(
+    cell: &Cell,
+    fence: Option<(&str, u64)>,
+    now: UnixMs,
+    res: &Resource,
+    change: bool,
+    others: &[OtherScope],
+    predecessor: Option<&str>,
+) -> Result<Value, CoreError> {
+    res.validate()?;
+    let identity = res.identity();
+    let own = read_receipt(cell)?;
+    if let Some(e) = own.as_ref().and_then(|r| r.position(&identity).map(|i| &r.ledger[i])) {
+        let relation = if e.extra.contains_key("inheritedFrom") { "inherited" } else { "own" };
+        if !(change && e.created_by() == CreatedBy::Adopted) {
+            return Ok(json!({ "relation": relation, "createdBy": e.created_by().as_str(), "changes": [] }));
+        }
+    }
+    let foreign = foreign_map(&cell.scope, predecessor, others);
+    let Some(owner) = foreign.get(&identity) else {
+        return Ok(json!({ "relation": "none", "changes": [] }));
+    };
+    if change {
+        return Err(CoreError::new(
+            ErrorCode::OwnedByOtherScope,
+            format!(
+                "{} `{}` is managed by scope `{owner}` in this environment; this scope may not create or change it. It may rely on it unchanged.",
+                res.adapter, res.key
+            ),
+        )
+        .with("owner", owner.clone())
+        .with("resource", json!({ "adapter": res.adapter, "key": res.key, "provider": res.provider })));
+    }
+    let mut facts = Map::new();
+    facts.insert("relation".into(), json!("foreign"));
+    facts.insert("owner".into(), json!(owner));
+    let Some((holder, epoch)) = fence else {
+        facts.insert("changes".into(), json!([]));
+        return Ok(Value::Object(facts));
+    };
+    let mut r = run_receipt(cell, holder, epoch, now)?;
+    if r.position(&identity).is_none() {
+        r.ledger.push(res.entry(CreatedBy::Adopted, ""));
+    }
+    facts.insert("adopted".into(), json!(true));
+    serde_json::to_value(written(&r, Vec::new(), facts)?).map_err(|e| CoreError::internal(e.to_string()))
+}
+
+/// `run-finish`: the run's final receipt (fenced): `status`, `finishedAt`, the commit moved to the end of
+/// `history`. A destroy run is `complete` only when nothing it owns is left; intents left over are named in
+/// `unresolved` (the host reports `INTENT_UNRESOLVED` after the receipt landed).
+pub fn run_finish(
+    cell: &Cell,
+    holder: &str,
+    epoch: u64,
+    now: UnixMs,
+    succeeded: bool,
+    sha: Option<&str>,
+) -> Result<Written, CoreError> {
+    let mut r = run_receipt(cell, holder, epoch, now)?;
+    let destroy = r.doc.get("destroy") == Some(&json!(true));
+    let left: Vec<&LedgerEntry> = r.ledger.iter().filter(|e| e.created_by() != CreatedBy::Adopted).collect();
+    let unresolved: Vec<ResourceRef> =
+        left.iter().filter(|e| e.created_by() == CreatedBy::Intent).map(|e| e.to_ref()).collect();
+    let complete = succeeded && (!destroy || left.is_empty());
+    r.set("status", if complete { "complete" } else { "failed" });
+    r.doc.shift_remove("inProgress");
+    r.set("finishedAt", format_iso(now));
+    if let Some(sha) = sha.filter(|s| !s.is_empty()) {
+        let mut history: Vec<Value> = r.doc.get("history").and_then(Value::as_array).cloned().unwrap_or_default();
+        history.retain(|h| h.get("sha").and_then(Value::as_str) != Some(sha));
+        history.push(json!({ "sha": sha, "at": format_iso(now) }));
+        r.set("history", history);
+    }
+    let mut facts = Map::new();
+    facts.insert("status".into(), json!(if complete { "complete" } else { "failed" }));
+    facts.insert("unresolved".into(), serde_json::to_value(&unresolved).unwrap_or_default());
+    written(&r, Vec::new(), facts)
+}
+
+/// `handover`: under the predecessor's lock (held by `holder` at `epoch`), rewrites the predecessor's
+/// receipt as read now (never a stale snapshot) without the entries the successor owns, with `supersededBy`.
+pub fn handover(
+    cell: &Cell,
+    holder: &str,
+    epoch: u64,
+    now: UnixMs,
+    successor: &str,
+    successor_ledger: &[String],
+) -> Result<Written, CoreError> {
+    check_fence(cell, holder, epoch)?;
+    let Some(mut r) = read_receipt(cell)? else {
+        return written_nothing("moved");
+    };
+    let before = r.ledger.len();
+    r.ledger.retain(|e| !successor_ledger.contains(&e.identity()));
+    let moved = before - r.ledger.len();
+    if moved == 0 {
+        return written_nothing("moved");
+    }
+    r.set("runId", holder);
+    r.set("finishedAt", format_iso(now));
+    r.set("supersededBy", successor);
+    let mut facts = Map::new();
+    facts.insert("moved".into(), json!(moved));
+    written(&r, Vec::new(), facts)
+}
+
+fn written_nothing(fact: &str) -> Result<Written, CoreError> {
+    let mut facts = Map::new();
+    facts.insert(fact.into(), json!(0));
+    Ok(Written { changes: Vec::new(), receipt: Value::Null, warnings: Vec::new(), facts })
+}
+
+/// `destroy-plan`: what a destroy run deletes: owned entries and intents, newest first (intents are marked;
+/// the command must resolve each: delete it if it exists, then forget it). Adopted entries are only
+/// forgotten, in this same fenced write.
+pub fn destroy_plan(cell: &Cell, holder: &str, epoch: u64, now: UnixMs) -> Result<Written, CoreError> {
+    let mut r = run_receipt(cell, holder, epoch, now)?;
+    let adopted = r.ledger.iter().filter(|e| e.created_by() == CreatedBy::Adopted).count();
+    r.ledger.retain(|e| e.created_by() != CreatedBy::Adopted);
+    let delete: Vec<ResourceRef> = r.ledger.iter().rev().map(LedgerEntry::to_ref).collect();
+    let mut facts = Map::new();
+    facts.insert("delete".into(), serde_json::to_value(delete).unwrap_or_default());
+    facts.insert("adoptedForgotten".into(), json!(adopted));
+    written(&r, Vec::new(), facts)
+}
+
+/// `scope-status`: the lock (live, expired or none), what the scope owns, what it inherited, how many
+/// foreign resources its environment has, and a warning only when a live lock means a run is active.
+pub fn status(cell: &Cell, now: UnixMs, others: &[OtherScope], predecessor: Option<&str>) -> Result<Value, CoreError> {
+    let lock: Option<LockRecord> = parse_lock(cell)?;
+    let receipt = read_receipt(cell)?;
+    let ledger = receipt.as_ref().map(|r| r.ledger.clone()).unwrap_or_default();
+    let (inherited, own): (Vec<&LedgerEntry>, Vec<&LedgerEntry>) =
+        ledger.iter().partition(|e| e.extra.contains_key("inheritedFrom"));
+    let refs = |v: &[&LedgerEntry]| v.iter().map(|e| e.to_ref()).collect::<Vec<_>>();
+    let mut warnings = Vec::new();
+    let state = match &lock {
+        None => "none",
+        Some(l) if l.expired(now) => "expired",
+        Some(l) => {
+            warnings.push(format!("A run ({}) is active on this scope; what it owns may change.", l.holder));
+            "live"
+        }
+    };
+    let pending_handover = predecessor
+        .and_then(|p| others.iter().find(|o| o.scope == p))
+        .and_then(OtherScope::receipt)
+        .is_some_and(|r| !r.ledger.is_empty());
+    Ok(json!({
+        "lock": lock.as_ref().map(|l| {
+            let mut v = l.to_value();
+            v["expired"] = json!(l.expired(now));
+            v
+        }),
+        "lockState": state,
+        "receipt": receipt.as_ref().map(|r| json!({
+            "runId": r.str("runId"), "status": r.str("status"), "finishedAt": r.str("finishedAt"),
+            "epoch": r.doc.get("epoch"), "supersededBy": r.doc.get("supersededBy"), "inProgress": r.doc.get("inProgress"),
+        })),
+        "owns": refs(&own),
+        "inherited": refs(&inherited),
+        "predecessor": predecessor,
+        "handoverPending": pending_handover,
+        "foreignCount": foreign_map(&cell.scope, predecessor, others).len(),
+        "warnings": warnings,
+    }))
+}
+
+/// `approval`: a run writing to `production` needs a named approver (trimmed, non-blank), refused with
+/// `ENV_NOT_APPROVED` before any lock is taken. Answers the approver to record (only when required).
+pub fn approval(env: &str, approved_by: Option<&str>) -> Result<Value, CoreError> {
+    let name = approved_by.map(str::trim).filter(|s| !s.is_empty());
+    if env != "production" {
+        return Ok(json!({ "required": false, "approvedBy": null }));
+    }
+    match name {
+        Some(n) => Ok(json!({ "required": true, "approvedBy": n })),
+        None => Err(CoreError::new(
+            ErrorCode::EnvNotApproved,
+            "This run applies to production: approval is required (approvedBy). Nothing was locked or written.",
+        )
+        .with("environment", env)),
+    }
+}

@@ -1,0 +1,151 @@
+//! Ledger entries: what a scope owns, what it relies on, and what it is about to create.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// How an entry came into the ledger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CreatedBy {
+    /// Created (or claimed) by this scope: destroyed with it. Written `baton`; the original's `sponson` reads
+    /// the same.
+    Owned,
+    /// Relied on, not owned: destroy only forgets it.
+    Adopted,
+    /// A write-ahead intent: a create is (or was) in flight; it may or may not exist.
+    Intent,
+}
+
+impl CreatedBy {
+    /// Reads the `createdBy` field (`baton`, `sponson`, `adopted`, `intent`).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "baton" | "sponson" => Some(Self::Owned),
+            "adopted" => Some(Self::Adopted),
+            "intent" => Some(Self::Intent),
+            _ => None,
+        }
+    }
+
+    /// The spelling baton writes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Owned => "baton",
+            Self::Adopted => "adopted",
+            Self::Intent => "intent",
+        }
+    }
+}
+
+/// One ledger entry (original field names; unknown fields kept in `extra`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerEntry {
+    /// The adapter (provider kind), e.g. `vercel`.
+    pub adapter: String,
+    /// The operation that manages it (informational).
+    #[serde(default)]
+    pub op: String,
+    /// The provider block: part of the identity.
+    #[serde(default = "empty_object")]
+    pub provider: Value,
+    /// The resource key within the adapter.
+    pub key: String,
+    /// The provider's id; `""` for an intent.
+    #[serde(default)]
+    pub id: String,
+    /// The original's keyed content hash; `""` where baton recorded or inherited the entry.
+    #[serde(default)]
+    pub hash: String,
+    /// A human label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// `baton` (owned), `adopted` or `intent` (the original's `sponson` is read as owned).
+    pub created_by: String,
+    /// The line that manages it (informational in baton).
+    #[serde(default)]
+    pub line: String,
+    /// The parent object it lives in, when writes to it take a parent-object lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Fields baton does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+impl LedgerEntry {
+    /// `adapter | canonical JSON of provider | key`: what makes two entries the same resource.
+    pub fn identity(&self) -> String {
+        identity(&self.adapter, &self.provider, &self.key)
+    }
+
+    /// How the entry came in; unknown spellings count as owned (never dropped, never adopted by accident).
+    pub fn created_by(&self) -> CreatedBy {
+        CreatedBy::parse(&self.created_by).unwrap_or(CreatedBy::Owned)
+    }
+
+    /// The resource as hosts name it.
+    pub fn to_ref(&self) -> ResourceRef {
+        ResourceRef {
+            adapter: self.adapter.clone(),
+            key: self.key.clone(),
+            provider: self.provider.clone(),
+            id: self.id.clone(),
+            created_by: self.created_by().as_str().to_owned(),
+        }
+    }
+}
+
+/// A resource as commands and events name it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRef {
+    /// The adapter.
+    pub adapter: String,
+    /// The key.
+    pub key: String,
+    /// The provider block.
+    pub provider: Value,
+    /// The provider id (`""` for an intent).
+    pub id: String,
+    /// `baton`, `adopted` or `intent`.
+    pub created_by: String,
+}
+
+/// The identity of a resource: `adapter | canonical JSON of provider | key`.
+pub fn identity(adapter: &str, provider: &Value, key: &str) -> String {
+    format!("{adapter}|{}|{key}", canonical_json(provider))
+}
+
+/// JSON with object keys sorted recursively and no whitespace.
+pub fn canonical_json(v: &Value) -> String {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> =
+                keys.into_iter().map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&m[k]))).collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        Value::Array(a) => format!("[{}]", a.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn identity_is_canonical() {
+        assert_eq!(
+            identity("v", &json!({"b": 1, "a": {"d": [1, {"z": 0, "y": 1}], "c": "x"}}), "k"),
+            "v|{\"a\":{\"c\":\"x\",\"d\":[1,{\"y\":1,\"z\":0}]},\"b\":1}|k"
+        );
+        assert_eq!(identity("v", &json!({}), "k"), "v|{}|k");
+    }
+}

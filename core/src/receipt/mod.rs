@@ -1,0 +1,73 @@
+//! Receipts: the record of what a scope owns (`latest.json`, and one `<runId>.json` per run).
+//!
+//! The format is the original tool's version-2 receipt (`reference/sponson-behaviour.md` §2.5) plus `epoch`.
+//! Version 1 is migrated in memory; a newer version is `RECEIPT_VERSION`; anything unreadable is
+//! `RECEIPT_CORRUPT` and is kept: baton never overwrites or forgets a receipt it cannot read. Fields baton
+//! does not know survive every rewrite, in the receipt and in each ledger entry.
+
+mod ledger;
+mod parse;
+
+pub use ledger::{CreatedBy, LedgerEntry, ResourceRef, canonical_json, identity};
+pub use parse::parse_receipt;
+
+use crate::cell::{Cell, Change, to_file_json};
+use crate::error::CoreError;
+use serde_json::{Map, Value};
+
+/// The receipt file every reader looks at first.
+pub const LATEST_FILE: &str = "latest.json";
+/// The receipt version this baton writes (and the newest it reads).
+pub const RECEIPT_VERSION: u64 = 2;
+
+/// A parsed receipt: every field as read (`doc`), with the ledger parsed out of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Receipt {
+    /// All fields in their original order, unknown ones included; `ledger` is a placeholder (`null`) for
+    /// the parsed `ledger` below.
+    pub doc: Map<String, Value>,
+    /// What the scope owns (and relies on), in creation order.
+    pub ledger: Vec<LedgerEntry>,
+}
+
+impl Receipt {
+    /// A string field, or `""`.
+    pub fn str(&self, key: &str) -> &str {
+        self.doc.get(key).and_then(Value::as_str).unwrap_or_default()
+    }
+
+    /// Sets a field.
+    pub fn set(&mut self, key: &str, value: impl Into<Value>) {
+        self.doc.insert(key.to_owned(), value.into());
+    }
+
+    /// The position of the entry with `identity`.
+    pub fn position(&self, identity: &str) -> Option<usize> {
+        self.ledger.iter().position(|e| e.identity() == identity)
+    }
+
+    /// The receipt as JSON, `ledger` in its place.
+    pub fn to_value(&self) -> Value {
+        let mut doc = self.doc.clone();
+        // Replaces the value in place when `ledger` was read (order kept), appends it otherwise.
+        doc.insert("ledger".into(), serde_json::to_value(&self.ledger).unwrap_or_default());
+        Value::Object(doc)
+    }
+
+    /// The changes that store this receipt: `<runId>.json` and `latest.json`, the same content.
+    pub fn changes(&self) -> Result<Vec<Change>, CoreError> {
+        let run_id = self.str("runId");
+        crate::lock::validate_data_file(&format!("{run_id}.json"))
+            .map_err(|_| CoreError::internal(format!("run id `{run_id}` cannot name a receipt file")))?;
+        let content = to_file_json(&self.to_value());
+        Ok(vec![
+            Change::Write { file: format!("{run_id}.json"), content: content.clone() },
+            Change::Write { file: LATEST_FILE.into(), content },
+        ])
+    }
+}
+
+/// The receipt of a cell: `Ok(None)` when it has none; `RECEIPT_CORRUPT` / `RECEIPT_VERSION` otherwise.
+pub fn read_receipt(cell: &Cell) -> Result<Option<Receipt>, CoreError> {
+    cell.file(LATEST_FILE).map(|text| parse_receipt(text, &format!("{}/{LATEST_FILE}", cell.label()))).transpose()
+}
