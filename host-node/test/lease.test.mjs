@@ -302,7 +302,9 @@ test('must-stop: when renewals keep failing, the signal aborts with LOCK_LOST be
   assert.ok(reason instanceof BatonError);
   assert.equal(reason.code, 'LOCK_LOST');
   assert.match(reason.message, /renewals were not getting through/);
-  assert.equal(reason.details.graceMs, 60);
+  // Half a margin past the deadline, counted from when the timer fired (which may be a little late).
+  const grace = reason.details.graceMs;
+  assert.ok(grace > 30 && grace <= 60, `graceMs ${grace}`);
   assert.equal(reason.details.epoch, 1);
   assert.ok(events.filter((e) => e.kind === 'renew-failed').length >= 1);
   assert.equal(events.filter((e) => e.kind === 'must-stop').length, 1);
@@ -339,7 +341,10 @@ test('lost: a broken lock is noticed at the next renewal; writes are refused; th
   assert.ok(!events.includes('must-stop'));
   const reason = lease.signal.reason;
   assert.equal(reason.code, 'LOCK_LOST');
-  assert.equal(reason.details.graceMs, 60);
+  // Noticed at the first renewal (~200 ms): the work may go on until half a margin past the holder's own
+  // deadline (480 + 60 ms after the acquire was sent), never later.
+  const grace = reason.details.graceMs;
+  assert.ok(grace > 60 && grace <= 540 - 190, `graceMs ${grace}`);
   assert.equal(thrown(() => lease.assertHeld()).code, 'LOCK_LOST');
   assert.equal((await rejection(lease.write('data.txt', 'x'))).code, 'LOCK_LOST');
   assert.equal(existsSync(file('data.txt')), false);
