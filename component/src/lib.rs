@@ -87,6 +87,9 @@ impl Guest for Component {
     fn cell_path(request: String) -> Result<String, Error> {
         call("cell-path", request)
     }
+    fn scope_names(request: String) -> Result<String, Error> {
+        call("scope-names", request)
+    }
     fn detect_context(request: String) -> Result<String, Error> {
         call("detect-context", request)
     }
@@ -146,6 +149,9 @@ impl Guest for Component {
     }
     fn scope_status(request: String) -> Result<String, Error> {
         call("scope-status", request)
+    }
+    fn receipt_parse(request: String) -> Result<String, Error> {
+        call("receipt-parse", request)
     }
     fn render(request: String) -> Result<String, Error> {
         call("render", request)

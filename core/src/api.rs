@@ -18,10 +18,11 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 26] = [
+pub const OPS: [&str; 28] = [
     "scope-for",
     "store-spec",
     "cell-path",
+    "scope-names",
     "detect-context",
     "lock-acquire",
     "lock-renew",
@@ -42,6 +43,7 @@ pub const OPS: [&str; 26] = [
     "handover",
     "destroy-plan",
     "scope-status",
+    "receipt-parse",
     "render",
     "error-codes",
     "cell-files",
@@ -58,6 +60,14 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         }),
         "store-spec" => run(op, input, |r: StoreSpecRequest| store_spec(&r)),
         "cell-path" => run(op, input, |r: CellPathRequest| cell_path(&r.env, &r.scope)),
+        "scope-names" => run(op, input, |r: ScopeNamesRequest| {
+            let names: Vec<Option<String>> = r
+                .dirs
+                .iter()
+                .map(|d| crate::names::decode_segment(d).filter(|n| crate::scope::validate_name("scope", n).is_ok()))
+                .collect();
+            Ok(json!({ "scopes": names }))
+        }),
         "detect-context" => run(op, input, |r: ContextInput| detect(&r)),
         "lock-acquire" => run(op, input, |r: AcquireRequest| lock::acquire(&r.cell, &r.holder, r.ttl_ms, r.now_ms)),
         "lock-renew" => run(op, input, |r: RenewRequest| lock::renew(&r.cell, &r.holder, r.epoch, r.ttl_ms, r.now_ms)),
@@ -119,6 +129,10 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "scope-status" => {
             run(op, input, |r: StatusRequest| ownership::status(&r.cell, r.now_ms, &r.others, r.predecessor.as_deref()))
         }
+        "receipt-parse" => run(op, input, |r: ReceiptParseRequest| {
+            let receipt = crate::receipt::parse_receipt(&r.text, &r.place)?;
+            Ok(json!({ "receipt": receipt.to_value() }))
+        }),
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
         "cell-files" => Ok(to_json(&STATE_FILES)),
@@ -313,6 +327,23 @@ struct FencedWriteRequest {
     _now_ms: Option<UnixMs>,
 }
 
+/// `scope-names`: `{dirs}` -> `{scopes}`: the scope each directory name of an environment stands for
+/// (`null` for a directory that is not a scope).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ScopeNamesRequest {
+    dirs: Vec<String>,
+}
+
+/// `receipt-parse`: `{text, place}` -> `{receipt}` (validated; version 1 migrated), or `RECEIPT_CORRUPT` /
+/// `RECEIPT_VERSION` naming `place`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReceiptParseRequest {
+    text: String,
+    place: String,
+}
+
 /// `succession`: `{scope, branch?, pr?}` -> `{predecessor}` (`branch-<head>` for a PR scope, else null).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -411,7 +442,8 @@ struct CheckRequest {
     predecessor: Option<String>,
 }
 
-/// `handover`: `{cell (the predecessor's), holder, epoch, nowMs, successor, successorLedger: [identity]}`.
+/// `handover`: `{cell (the predecessor's), holder, epoch, nowMs, successor, successorLedger: [identity or
+/// ledger entry]}`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct HandoverRequest {
@@ -420,7 +452,7 @@ struct HandoverRequest {
     epoch: u64,
     now_ms: UnixMs,
     successor: String,
-    successor_ledger: Vec<String>,
+    successor_ledger: Vec<ownership::EntryOrIdentity>,
 }
 
 /// `destroy-plan`: `{cell, holder, epoch, nowMs}`.

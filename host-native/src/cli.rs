@@ -36,6 +36,23 @@ pub enum Command {
     /// it, and release it on every exit path. Exits with CMD's code, or 3 (LOCK_HELD, LOCK_LOST)
     #[command(after_long_help = RUN_HELP)]
     Run(RunArgs),
+    /// Destroy what the scope owns: acquire its lease (or wait), give CMD the ledger entries to delete on
+    /// stdin (a JSON array of {adapter, key, id, provider, createdBy}, newest first; adopted entries are only
+    /// forgotten), let CMD report each deleted one with `baton ledger forget`, and write the destroy receipt
+    /// when CMD exits. Intents left unresolved fail with INTENT_UNRESOLVED; nothing is dropped on a guess
+    Destroy(RunArgs),
+    /// Run CMD under a lease on a shared parent object (not a scope): every writer of that object, in any
+    /// scope or environment, is serialised. The identity names the object, e.g. auth0:tenant:client:abc
+    LockObject(ObjectArgs),
+    /// What the scope's ledger holds, and fenced changes to it (inside `baton run`, or with --holder/--epoch)
+    #[command(subcommand)]
+    Ledger(LedgerCommand),
+    /// Show the scope's receipt, or list the receipts of the environment
+    #[command(subcommand)]
+    Receipt(ReceiptCommand),
+    /// The scope at a glance: its lock (live, expired or none), what it owns, what it inherited, and how many
+    /// resources other scopes of its environment own
+    Status(StatusArgs),
     /// Write one data file of the scope's cell, fenced: it lands only if the holder still holds the lease at
     /// that epoch, checked in the same atomic step (exit 3 with LOCK_LOST otherwise). Reads the content from
     /// stdin. Inside `baton run`, holder, epoch, scope and store come from the environment
@@ -176,7 +193,7 @@ pub struct BreakArgs {
     pub ttl: u64,
 }
 
-/// `baton run`.
+/// `baton run` and `baton destroy`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Which scope and store.
@@ -185,9 +202,115 @@ pub struct RunArgs {
     /// TTL and waiting.
     #[command(flatten)]
     pub lease: LeaseArgs,
+    /// Who approved this run; required when the environment is production [default: BATON_APPROVED_BY]
+    #[arg(long, value_name = "NAME", env = "BATON_APPROVED_BY")]
+    pub approved_by: Option<String>,
     /// The command to run and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
+}
+
+/// `baton lock-object`.
+#[derive(Args, Debug)]
+pub struct ObjectArgs {
+    /// The identity of the shared object, e.g. auth0:tenant:client:abc
+    #[arg(value_name = "IDENTITY")]
+    pub identity: String,
+    /// Store (as for scopes).
+    #[arg(long, value_name = "SPEC", env = "BATON_STORE", hide_env_values = true)]
+    pub store: Option<String>,
+    /// Names of environment variables holding secrets the identity must not contain (repeatable)
+    /// [default: BATON_SECRET_VARS, comma-separated]
+    #[arg(long = "secret-env", value_name = "VAR")]
+    pub secret_env: Vec<String>,
+    /// TTL and waiting.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// Print one JSON envelope on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// The command to run and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+/// `baton ledger ...`.
+#[derive(Subcommand, Debug)]
+pub enum LedgerCommand {
+    /// Record a write-ahead intent before creating a resource (a fenced checkpoint)
+    Intend(LedgerArgs),
+    /// Record that the resource exists (with its id) and this scope owns it
+    Record(LedgerArgs),
+    /// Forget the resource (it was deleted, or never created)
+    Forget(LedgerArgs),
+    /// May this scope rely on (or, with --change, create or change) the resource? Exit 1 with
+    /// OWNED_BY_OTHER_SCOPE when another scope of the environment owns it; relying on it records it as adopted
+    Check(LedgerArgs),
+    /// List the scope's ledger
+    List(TargetArgs),
+}
+
+/// A resource and the fence of the run changing the ledger.
+#[derive(Args, Debug)]
+pub struct LedgerArgs {
+    /// Which scope.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// The adapter (provider kind), e.g. vercel
+    #[arg(long, value_name = "ADAPTER")]
+    pub adapter: String,
+    /// The resource key within the adapter
+    #[arg(long, value_name = "KEY")]
+    pub key: String,
+    /// The provider block, part of the identity (a JSON object)
+    #[arg(long, value_name = "JSON", default_value = "{}")]
+    pub provider: String,
+    /// The provider's id (record)
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+    /// A label for people
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    /// The parent object whose lock guards writes to the resource
+    #[arg(long, value_name = "IDENTITY")]
+    pub parent: Option<String>,
+    /// check: the run would create or change the resource, not only rely on it
+    #[arg(long)]
+    pub change: bool,
+    /// The holder of the lease [default: BATON_HOLDER]
+    #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
+    pub holder: Option<String>,
+    /// The epoch of the lease [default: BATON_EPOCH]
+    #[arg(long, value_name = "N", env = "BATON_EPOCH")]
+    pub epoch: Option<u64>,
+}
+
+/// `baton receipt ...`.
+#[derive(Subcommand, Debug)]
+pub enum ReceiptCommand {
+    /// Print the scope's latest receipt (or run RUN's)
+    Show(ReceiptShowArgs),
+    /// List the scopes of the environment with their latest receipt's status
+    List(TargetArgs),
+}
+
+/// `baton receipt show`.
+#[derive(Args, Debug)]
+pub struct ReceiptShowArgs {
+    /// Which scope.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// A run id instead of the latest receipt
+    #[arg(long, value_name = "RUN")]
+    pub run: Option<String>,
+}
+
+/// `baton status`.
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Which scope.
+    #[command(flatten)]
+    pub target: TargetArgs,
 }
 
 /// `baton write`.

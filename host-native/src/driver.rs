@@ -12,11 +12,14 @@ use serde_json::{Value, json};
 use std::time::Instant;
 use tokio::sync::mpsc;
 
-/// One store transaction for the worker.
+/// One store transaction for the worker: a lease machine request (answered on the results channel) or a
+/// host call on any cell (answered on `reply`).
 struct Job {
     id: u64,
     op: String,
     request: Value,
+    cell: Option<(String, String)>,
+    reply: Option<tokio::sync::oneshot::Sender<Value>>,
 }
 
 /// The loop state of one lease. Every method that calls the machine returns the events it emitted, after
@@ -44,13 +47,20 @@ impl Driver {
         let (result_tx, results) = mpsc::unbounded_channel();
         let spawned = std::thread::Builder::new().name("baton-store".into()).spawn(move || {
             let mut worker_core = CoreComponent::load();
-            for job in job_rx {
+            for mut job in job_rx {
+                let (env, scope) = job.cell.take().unwrap_or_else(|| (env.clone(), scope.clone()));
                 let outcome = match worker_core.as_mut() {
                     Ok(core) => transact(core, &store, &env, &scope, &job),
                     Err(e) => json!({ "error": e.to_json() }),
                 };
-                if result_tx.send((job.id, outcome)).is_err() {
-                    break;
+                // A host call's caller may have gone away; a machine result must be delivered.
+                match job.reply.take() {
+                    Some(reply) => drop(reply.send(outcome)),
+                    None => {
+                        if result_tx.send((job.id, outcome)).is_err() {
+                            break;
+                        }
+                    }
                 }
             }
         });
@@ -119,6 +129,25 @@ impl Driver {
         self.core.lease_fencing_token(&self.lease, now)
     }
 
+    /// Runs core operation `op` as one transaction on the cell `env/scope` (the lease's cell when `None`)
+    /// on the store worker, in order with the lease's own requests. Answers the core's answer or its error.
+    pub async fn call(&self, cell: Option<(&str, &str)>, op: &str, request: Value) -> Result<Value, HostError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = Job {
+            id: 0,
+            op: op.to_owned(),
+            request,
+            cell: cell.map(|(e, s)| (e.to_owned(), s.to_owned())),
+            reply: Some(reply),
+        };
+        self.jobs.send(job).map_err(|_| HostError::internal("the store worker stopped"))?;
+        let outcome = answer.await.map_err(|_| HostError::internal("the store worker stopped"))?;
+        match outcome.get("error").and_then(Value::as_object) {
+            Some(err) => Err(HostError::from_json(err.clone())),
+            None => Ok(outcome["ok"].clone()),
+        }
+    }
+
     /// The core instance of the loop (for rendering).
     pub fn core(&mut self) -> &mut CoreComponent {
         &mut self.core
@@ -139,6 +168,8 @@ impl Driver {
                         id: action["id"].as_u64().unwrap_or_default(),
                         op: action["op"].as_str().unwrap_or_default().to_owned(),
                         request: action["request"].clone(),
+                        cell: None,
+                        reply: None,
                     };
                     self.jobs.send(job).map_err(|_| HostError::internal("the store worker stopped"))?;
                 }

@@ -79,6 +79,7 @@ impl CoreComponent {
                 return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?).to_string());
             }
             "cell-path" => d.call_cell_path(s, &req),
+            "scope-names" => d.call_scope_names(s, &req),
             "store-spec" => d.call_store_spec(s, &req),
             "detect-context" => d.call_detect_context(s, &req),
             "lock-acquire" => d.call_lock_acquire(s, &req),
@@ -100,6 +101,7 @@ impl CoreComponent {
             "handover" => d.call_handover(s, &req),
             "destroy-plan" => d.call_destroy_plan(s, &req),
             "scope-status" => d.call_scope_status(s, &req),
+            "receipt-parse" => d.call_receipt_parse(s, &req),
             "render" => d.call_render(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));

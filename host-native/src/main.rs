@@ -1,6 +1,6 @@
 //! `baton`: see `baton --help`.
 
-use baton_native::cli::{Cli, Command, LockCommand};
+use baton_native::cli::{Cli, Command, LedgerCommand, LockCommand, ReceiptCommand};
 use baton_native::commands;
 use baton_native::engine::CoreComponent;
 use baton_native::error::HostError;
@@ -26,6 +26,16 @@ fn main() -> ExitCode {
     let (command, json) = match &cli.command {
         Command::Scope(a) => ("scope", a.json),
         Command::Run(a) => ("run", a.target.json),
+        Command::Destroy(a) => ("destroy", a.target.json),
+        Command::LockObject(a) => ("lock-object", a.json),
+        Command::Ledger(LedgerCommand::Intend(a)) => ("ledger intend", a.target.json),
+        Command::Ledger(LedgerCommand::Record(a)) => ("ledger record", a.target.json),
+        Command::Ledger(LedgerCommand::Forget(a)) => ("ledger forget", a.target.json),
+        Command::Ledger(LedgerCommand::Check(a)) => ("ledger check", a.target.json),
+        Command::Ledger(LedgerCommand::List(a)) => ("ledger list", a.json),
+        Command::Receipt(ReceiptCommand::Show(a)) => ("receipt show", a.target.json),
+        Command::Receipt(ReceiptCommand::List(a)) => ("receipt list", a.json),
+        Command::Status(a) => ("status", a.target.json),
         Command::Write(a) => ("write", a.target.json),
         Command::Lock(LockCommand::Acquire(a)) => ("lock acquire", a.target.json),
         Command::Lock(LockCommand::Release(a)) => ("lock release", a.target.json),
@@ -37,7 +47,10 @@ fn main() -> ExitCode {
         Ok(core) => core,
         Err(e) => return ExitCode::from(finish(None, Some(command), json, Err(e))),
     };
-    let async_command = matches!(cli.command, Command::Run(_) | Command::Lock(LockCommand::Acquire(_)));
+    let async_command = matches!(
+        cli.command,
+        Command::Run(_) | Command::Destroy(_) | Command::LockObject(_) | Command::Lock(LockCommand::Acquire(_))
+    );
     if async_command {
         let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
             Ok(rt) => rt,
@@ -50,6 +63,14 @@ fn main() -> ExitCode {
             match &cli.command {
                 Command::Run(a) => {
                     let (core, end) = commands::run::run(core, a).await;
+                    (core, end.outcome, end.exit)
+                }
+                Command::Destroy(a) => {
+                    let (core, end) = commands::run::destroy(core, a).await;
+                    (core, end.outcome, end.exit)
+                }
+                Command::LockObject(a) => {
+                    let (core, end) = commands::run::lock_object(core, a).await;
                     (core, end.outcome, end.exit)
                 }
                 Command::Lock(LockCommand::Acquire(a)) => {
@@ -68,7 +89,17 @@ fn main() -> ExitCode {
         Command::Lock(LockCommand::Status(a)) => commands::lock::status(&mut core, a),
         Command::Lock(LockCommand::Renew(a)) => commands::lock::renew(&mut core, a),
         Command::Lock(LockCommand::Break(a)) => commands::lock::break_lock(&mut core, a),
-        Command::Run(_) | Command::Lock(LockCommand::Acquire(_)) => unreachable!("handled above"),
+        Command::Ledger(LedgerCommand::Intend(a)) => commands::ledger::change(&mut core, a, "ledger-intend"),
+        Command::Ledger(LedgerCommand::Record(a)) => commands::ledger::change(&mut core, a, "ledger-record"),
+        Command::Ledger(LedgerCommand::Forget(a)) => commands::ledger::change(&mut core, a, "ledger-forget"),
+        Command::Ledger(LedgerCommand::Check(a)) => commands::ledger::check(&mut core, a),
+        Command::Ledger(LedgerCommand::List(a)) => commands::ledger::list(&mut core, a),
+        Command::Receipt(ReceiptCommand::Show(a)) => commands::ledger::show(&mut core, a),
+        Command::Receipt(ReceiptCommand::List(a)) => commands::ledger::list_receipts(&mut core, a),
+        Command::Status(a) => commands::ledger::status(&mut core, a),
+        Command::Run(_) | Command::Destroy(_) | Command::LockObject(_) | Command::Lock(LockCommand::Acquire(_)) => {
+            unreachable!("handled above")
+        }
     };
     ExitCode::from(finish(Some(&mut core), Some(command), json, outcome))
 }

@@ -187,6 +187,10 @@ pub fn run_begin(
     }
     let mut warnings = Vec::new();
     let mut inherited = 0usize;
+    if let Some(pred) = predecessor {
+        // Later checks in this run (`ledger-check` from the command) read the predecessor from here.
+        r.set("predecessor", pred.scope.clone());
+    }
     if let Some(pred) = predecessor
         && !destroy
         && let Some(pr) = pred.receipt()
@@ -293,7 +297,8 @@ pub fn check(
             return Ok(json!({ "relation": relation, "createdBy": e.created_by().as_str(), "changes": [] }));
         }
     }
-    let foreign = foreign_map(&cell.scope, predecessor, others);
+    let recorded = own.as_ref().map(|r| r.str("predecessor").to_owned()).filter(|p| !p.is_empty());
+    let foreign = foreign_map(&cell.scope, predecessor.or(recorded.as_deref()), others);
     let Some(owner) = foreign.get(&identity) else {
         return Ok(json!({ "relation": "none", "changes": [] }));
     };
@@ -363,9 +368,10 @@ pub fn handover(
     epoch: u64,
     now: UnixMs,
     successor: &str,
-    successor_ledger: &[String],
+    successor_ledger: &[EntryOrIdentity],
 ) -> Result<Written, CoreError> {
     check_fence(cell, holder, epoch)?;
+    let successor_ledger: Vec<String> = successor_ledger.iter().map(EntryOrIdentity::identity).collect();
     let Some(mut r) = read_receipt(cell)? else {
         return written_nothing("moved");
     };
@@ -381,6 +387,25 @@ pub fn handover(
     let mut facts = Map::new();
     facts.insert("moved".into(), json!(moved));
     written(&r, Vec::new(), facts)
+}
+
+/// A successor's ledger entry, or just its identity string.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum EntryOrIdentity {
+    /// An identity (`adapter|provider|key`).
+    Identity(String),
+    /// A ledger entry.
+    Entry(Box<LedgerEntry>),
+}
+
+impl EntryOrIdentity {
+    fn identity(&self) -> String {
+        match self {
+            Self::Identity(i) => i.clone(),
+            Self::Entry(e) => e.identity(),
+        }
+    }
 }
 
 fn written_nothing(fact: &str) -> Result<Written, CoreError> {

@@ -1,8 +1,9 @@
-//! `baton run -- CMD`: the main job. Holds the scope's lease while CMD runs, and stops CMD before the lease
-//! could be taken over.
+//! `baton run -- CMD` (the main job), `baton destroy -- CMD` and `baton lock-object ID -- CMD`: hold a lease
+//! while CMD runs, record what the scope owns in fenced receipt writes, and stop CMD before the lease could
+//! be taken over.
 
 use super::lock::{Target, acquire_with, data, sleep_until, target};
-use crate::cli::RunArgs;
+use crate::cli::{ObjectArgs, RunArgs};
 use crate::driver::Driver;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
@@ -10,11 +11,12 @@ use crate::output::{Outcome, note};
 use crate::store::mutex::random_hex;
 use serde_json::{Value, json};
 use std::process::{ExitStatus, Stdio};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::signal::unix::{SignalKind, signal};
 
 /// What `baton run` ended with: the outcome to render, and the exit code when it is not the error code's
-/// (CMD's own code, or 128 + signal).
+/// (CMD's own code, 127 when it could not start, or 128 + signal).
 pub struct RunEnd {
     /// Data or error for the envelope.
     pub outcome: Outcome,
@@ -22,28 +24,101 @@ pub struct RunEnd {
     pub exit: Option<u8>,
 }
 
-/// Runs `baton run`; hands the core back for rendering.
-pub async fn run(mut core: CoreComponent, args: &RunArgs) -> (CoreComponent, RunEnd) {
-    let end = |outcome| RunEnd { outcome, exit: None };
+/// Which job the lease guards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// `baton run`: receipts, inheritance, handover.
+    Run,
+    /// `baton destroy`: receipts, the delete list on CMD's stdin.
+    Destroy,
+    /// `baton lock-object`: a parent-object lease, no receipts.
+    Object,
+}
+
+/// `baton run`.
+pub async fn run(core: CoreComponent, args: &RunArgs) -> (CoreComponent, RunEnd) {
+    scoped(core, args, Mode::Run).await
+}
+
+/// `baton destroy`.
+pub async fn destroy(core: CoreComponent, args: &RunArgs) -> (CoreComponent, RunEnd) {
+    scoped(core, args, Mode::Destroy).await
+}
+
+async fn scoped(mut core: CoreComponent, args: &RunArgs, mode: Mode) -> (CoreComponent, RunEnd) {
     let t = match target(&mut core, &args.target) {
         Ok(t) => t,
-        Err(e) => return (core, end(Err(e))),
+        Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    let holder = format!("run-{}", random_hex(4));
+    // Approval before any lock is taken or anything is written.
+    let approval = core.invoke("approval", &json!({ "env": t.env, "approvedBy": args.approved_by }));
+    let approved_by = match approval {
+        Ok(a) => a["approvedBy"].as_str().map(str::to_owned),
+        Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
+    };
+    let prefix = if mode == Mode::Destroy { "destroy" } else { "run" };
+    let holder = format!("{prefix}-{}", random_hex(4));
     let config = args.lease.config(&t.env, &t.scope, &holder);
+    let job = Job {
+        mode,
+        cmd: args.cmd.clone(),
+        json: args.target.json,
+        approved_by,
+        label: format!("{}/{}", t.env, t.scope),
+    };
+    start(core, t, holder, config, job).await
+}
+
+/// `baton lock-object`.
+pub async fn lock_object(mut core: CoreComponent, args: &ObjectArgs) -> (CoreComponent, RunEnd) {
+    let end = |core, e| (core, RunEnd { outcome: Err(e), exit: None });
+    let mut names: Vec<String> = args.secret_env.clone();
+    if let Ok(list) = std::env::var("BATON_SECRET_VARS") {
+        names.extend(list.split(',').map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()));
+    }
+    let secrets: Vec<String> = names.iter().filter_map(|n| std::env::var(n).ok()).collect();
+    let cell = match core.invoke("parent-cell", &json!({ "identity": args.identity, "secrets": secrets })) {
+        Ok(c) => c,
+        Err(e) => return end(core, e),
+    };
+    let store = match super::open_store(&mut core, args.store.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return end(core, e),
+    };
+    let field = |k: &str| cell[k].as_str().unwrap_or_default().to_owned();
+    let context = json!({ "env": field("env"), "scope": field("scope"), "object": args.identity });
+    let t = Target { store, env: field("env"), scope: field("scope"), context };
+    let holder = format!("run-{}", random_hex(4));
+    let mut config = args.lease.config(&t.env, &t.scope, &holder);
+    config["label"] = cell["label"].clone();
+    let job =
+        Job { mode: Mode::Object, cmd: args.cmd.clone(), json: args.json, approved_by: None, label: field("label") };
+    start(core, t, holder, config, job).await
+}
+
+struct Job {
+    mode: Mode,
+    cmd: Vec<String>,
+    json: bool,
+    approved_by: Option<String>,
+    label: String,
+}
+
+async fn start(core: CoreComponent, t: Target, holder: String, config: Value, job: Job) -> (CoreComponent, RunEnd) {
     let driver = match Driver::start(core, t.store.clone(), &config) {
         Ok(d) => d,
-        Err((core, e)) => return (core, end(Err(e))),
+        Err((core, e)) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    let mut run = Run { driver, t, holder, warnings: Vec::new(), lost: None, child_status: None, signal: None };
-    let outcome = run.drive(args).await;
-    (run.driver.into_core(), outcome)
+    let mut run = Run { driver, t, holder, job, warnings: Vec::new(), lost: None, child_status: None, signal: None };
+    let end = run.drive().await;
+    (run.driver.into_core(), end)
 }
 
 struct Run {
     driver: Driver,
     t: Target,
     holder: String,
+    job: Job,
     warnings: Vec<String>,
     /// The LOCK_LOST error, once the lease was lost or the holder's deadline passed.
     lost: Option<Value>,
@@ -52,13 +127,25 @@ struct Run {
     signal: Option<i32>,
 }
 
+/// What the run recorded at its start.
+#[derive(Default)]
+struct Begun {
+    predecessor: Option<String>,
+    delete: Value,
+}
+
 impl Run {
-    async fn drive(&mut self, args: &RunArgs) -> RunEnd {
+    fn warn(&mut self, w: &str) {
+        note(w);
+        self.warnings.push(w.to_owned());
+    }
+
+    async fn drive(&mut self) -> RunEnd {
         let (Ok(mut sigint), Ok(mut sigterm)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
         else {
             return RunEnd { outcome: Err(HostError::internal("cannot install signal handlers")), exit: None };
         };
-        note(format!("scope {}/{}; acquiring the lease as {}", self.t.env, self.t.scope, self.holder));
+        note(format!("{}; acquiring the lease as {}", self.job.label, self.holder));
         let acquired = tokio::select! {
             acquired = acquire_with(&mut self.driver, &self.t) => acquired.map_err(Ok),
             _ = sigint.recv() => Err(Err(libc::SIGINT)),
@@ -80,7 +167,14 @@ impl Run {
             self.warnings.push(w.to_owned());
         }
         let epoch = acquired["epoch"].as_u64().unwrap_or_default();
-        let mut child = match self.spawn(args, epoch) {
+        let begun = match self.begin(&acquired, epoch).await {
+            Ok(b) => b,
+            Err(e) => {
+                let _ = self.finish_lease().await;
+                return RunEnd { outcome: Err(e), exit: None };
+            }
+        };
+        let mut child = match self.spawn(epoch, &begun.delete).await {
             Ok(child) => child,
             Err(e) => {
                 let _ = self.finish_lease().await;
@@ -129,15 +223,118 @@ impl Run {
             // The loop failed: CMD was killed; reap it.
             self.child_status = child.wait().await.ok();
         }
+        let finished = self.finish_receipt(epoch, &begun).await;
         let released = self.finish_lease().await;
-        self.result(acquired, released)
+        self.result(acquired, released, finished)
+    }
+
+    /// Records the run's start in a fenced receipt write (not for parent objects): context, epoch, the
+    /// preempted lock, the approver, and the inheritance from the predecessor. For destroy, also the
+    /// delete list.
+    async fn begin(&mut self, acquired: &Value, epoch: u64) -> Result<Begun, HostError> {
+        if self.job.mode == Mode::Object {
+            return Ok(Begun::default());
+        }
+        let ctx = self.t.context.clone();
+        let succession = json!({ "scope": ctx["scope"], "branch": ctx["branch"], "pr": ctx["pr"] });
+        let pred = self.driver.core().invoke("succession", &succession)?["predecessor"].as_str().map(str::to_owned);
+        let predecessor = match &pred {
+            Some(p) if self.job.mode == Mode::Run => {
+                let text = self.t.store.read(self.driver.core(), &self.t.env, p, |_, cell, _| {
+                    Ok(cell["files"]["latest.json"].as_str().map(str::to_owned))
+                })?;
+                json!({ "scope": p, "text": text })
+            }
+            _ => Value::Null,
+        };
+        let request = json!({
+            "holder": self.holder,
+            "epoch": epoch,
+            "context": ctx,
+            "hashKey": random_hex(16),
+            "lockPreempted": acquired["preempted"]["holder"],
+            "approvedBy": self.job.approved_by,
+            "destroy": self.job.mode == Mode::Destroy,
+            "predecessor": predecessor,
+        });
+        let begun = self.driver.call(None, "run-begin", request).await?;
+        for w in begun["warnings"].as_array().cloned().unwrap_or_default() {
+            self.warn(w.as_str().unwrap_or_default());
+        }
+        let mut delete = Value::Null;
+        if self.job.mode == Mode::Destroy {
+            let plan = self.driver.call(None, "destroy-plan", json!({ "holder": self.holder, "epoch": epoch })).await?;
+            delete = plan["delete"].clone();
+            let n = delete.as_array().map_or(0, Vec::len);
+            note(format!("{n} resource(s) to delete; {} adopted one(s) forgotten", plan["adoptedForgotten"]));
+        }
+        Ok(Begun { predecessor: pred, delete })
+    }
+
+    /// Writes the final receipt (fenced; refused if the lease was taken over) and, after a successful run,
+    /// hands the predecessor's resources over. Returns the run-finish answer, if it landed.
+    async fn finish_receipt(&mut self, epoch: u64, begun: &Begun) -> Option<Value> {
+        if self.job.mode == Mode::Object {
+            return None;
+        }
+        let succeeded = self.lost.is_none() && self.child_status.is_some_and(|s| s.success());
+        let sha = self.t.context["sha"].clone();
+        let request = json!({ "holder": self.holder, "epoch": epoch, "succeeded": succeeded, "sha": sha });
+        let finished = match self.driver.call(None, "run-finish", request).await {
+            Ok(f) => f,
+            Err(e) => {
+                if self.lost.is_none() {
+                    self.warn(&format!("Could not write the final receipt: {}", e.message));
+                }
+                return None;
+            }
+        };
+        if self.job.mode == Mode::Run
+            && succeeded
+            && let Some(pred) = &begun.predecessor
+        {
+            self.hand_over(pred, &finished).await;
+        }
+        Some(finished)
+    }
+
+    /// Takes the predecessor's lock (60 s, no wait), rewrites its receipt without what this scope now owns,
+    /// and releases it. Failures are warnings: this run's own receipt already landed.
+    async fn hand_over(&mut self, pred: &str, finished: &Value) {
+        let env = self.t.env.clone();
+        let holder = format!("handover-{}", self.holder);
+        let cell = Some((env.as_str(), pred));
+        let lock = self.driver.call(cell, "lock-acquire", json!({ "holder": holder, "ttlMs": 60_000 })).await;
+        let lock = match lock {
+            Ok(l) => l,
+            Err(e) if e.code == "LOCK_HELD" => {
+                let w = format!(
+                    "Scope `{pred}` is busy; its resources will be handed over to `{}` on the next run.",
+                    self.t.scope
+                );
+                return self.warn(&w);
+            }
+            Err(e) => return self.warn(&format!("Could not hand over the resources of scope `{pred}`: {}", e.message)),
+        };
+        let epoch = lock["lock"]["epoch"].clone();
+        let request = json!({
+            "holder": holder,
+            "epoch": epoch,
+            "successor": self.t.scope,
+            "successorLedger": finished["receipt"]["ledger"],
+        });
+        match self.driver.call(cell, "handover", request).await {
+            Ok(h) => note(format!("handed over {} resource(s) of scope `{pred}` to `{}`", h["moved"], self.t.scope)),
+            Err(e) => self.warn(&format!("Could not hand over the resources of scope `{pred}`: {}", e.message)),
+        }
+        let _ = self.driver.call(cell, "lock-release", json!({ "holder": holder, "epoch": epoch })).await;
     }
 
     fn interrupted(&mut self, sig: i32) -> HostError {
         self.signal = Some(sig);
         HostError::new(
             "INTERRUPTED",
-            format!("baton run was interrupted by signal {sig} before the command started; nothing ran."),
+            format!("baton was interrupted by signal {sig} before the command started; nothing ran."),
         )
     }
 
@@ -164,9 +361,7 @@ impl Run {
                 None
             }
             Some("release-failed") => {
-                let w = event["warning"].as_str().unwrap_or_default().to_owned();
-                note(&w);
-                self.warnings.push(w);
+                self.warn(event["warning"].as_str().unwrap_or_default());
                 None
             }
             _ => None,
@@ -180,11 +375,10 @@ impl Run {
         loop {
             for event in std::mem::take(&mut events) {
                 self.on_event(&event);
-                if event["kind"] == "released" {
-                    return event["released"] == true;
-                }
-                if event["kind"] == "release-failed" {
-                    return false;
+                match event["kind"].as_str() {
+                    Some("released") => return event["released"] == true,
+                    Some("release-failed") => return false,
+                    _ => {}
                 }
             }
             if self.driver.is_finished().unwrap_or(true) {
@@ -202,8 +396,9 @@ impl Run {
         }
     }
 
-    fn spawn(&self, args: &RunArgs, epoch: u64) -> Result<Child, HostError> {
-        let (program, rest) = args.cmd.split_first().ok_or_else(|| HostError::usage("no command given after --"))?;
+    async fn spawn(&self, epoch: u64, delete: &Value) -> Result<Child, HostError> {
+        let (program, rest) =
+            self.job.cmd.split_first().ok_or_else(|| HostError::usage("no command given after --"))?;
         let mut cmd = Command::new(program);
         cmd.args(rest)
             .env("BATON_ENV", &self.t.env)
@@ -213,8 +408,8 @@ impl Run {
             .env("BATON_STORE", self.t.store.spec())
             // Its own process group, so stopping it reaches everything it started.
             .process_group(0)
-            .stdin(Stdio::inherit());
-        if args.target.json {
+            .stdin(if self.job.mode == Mode::Destroy { Stdio::piped() } else { Stdio::inherit() });
+        if self.job.json {
             // stdout carries exactly one envelope: the command's output goes to stderr.
             let stderr = std::io::stderr();
             let fd = std::os::fd::AsFd::as_fd(&stderr)
@@ -222,58 +417,97 @@ impl Run {
                 .map_err(|e| HostError::io("cannot dup stderr", &e))?;
             cmd.stdout(Stdio::from(fd));
         }
-        let shown = args.cmd.join(" ");
+        let shown = self.job.cmd.join(" ");
         let shown = match shown.lines().next() {
             Some(first) if first.len() < shown.len() || first.len() > 80 => {
                 format!("{} ...", first.chars().take(80).collect::<String>())
             }
             _ => shown,
         };
-        note(format!("running `{shown}` under {}/{} (epoch {epoch})", self.t.env, self.t.scope));
-        cmd.spawn().map_err(|e| {
-            HostError::new("COMMAND_FAILED", format!("cannot start `{program}`: {e}")).with("command", args.cmd.clone())
-        })
+        note(format!("running `{shown}` under {} (epoch {epoch})", self.job.label));
+        let mut child = cmd.spawn().map_err(|e| {
+            HostError::new("COMMAND_FAILED", format!("cannot start `{program}`: {e}"))
+                .with("command", self.job.cmd.clone())
+        })?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let list = if delete.is_null() { json!([]) } else { delete.clone() };
+            // A command that does not read its stdin is fine: the write fails and is ignored.
+            let _ = stdin.write_all(format!("{list}\n").as_bytes()).await;
+        }
+        Ok(child)
     }
 
-    fn result(&mut self, acquired: Value, released: bool) -> RunEnd {
+    fn result(&mut self, acquired: Value, released: bool, finished: Option<Value>) -> RunEnd {
         let status = self.child_status;
         let code = status.and_then(|s| s.code());
         let signal = status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s));
         let exit_code = code.or(signal.map(|s| 128 + s));
-        let mut fields = vec![
+        let receipt = finished.as_ref().map_or(
+            Value::Null,
+            |f| json!({ "runId": f["receipt"]["runId"], "status": f["status"], "ledger": f["receipt"]["ledger"] }),
+        );
+        let fields = vec![
             ("context", self.t.context.clone()),
             ("holder", self.holder.clone().into()),
             ("lock", acquired["lock"].clone()),
             ("preempted", acquired["preempted"].clone()),
             ("exitCode", exit_code.map_or(Value::Null, Value::from)),
             ("released", released.into()),
+            ("receipt", receipt),
             ("warnings", json!(self.warnings)),
         ];
-        if let Some(lost) = self.lost.take() {
-            let mut e = match lost.as_object() {
-                Some(obj) => HostError::from_json(obj.clone()),
-                None => HostError::new("LOCK_LOST", "the lease was lost"),
-            };
+        let with = |mut e: HostError, fields: Vec<(&str, Value)>| {
             for (k, v) in fields {
                 e.details.entry(k.to_owned()).or_insert(v);
             }
-            return RunEnd { outcome: Err(e), exit: None };
+            e
+        };
+        if let Some(lost) = self.lost.take() {
+            let e = match lost.as_object() {
+                Some(obj) => HostError::from_json(obj.clone()),
+                None => HostError::new("LOCK_LOST", "the lease was lost"),
+            };
+            return RunEnd { outcome: Err(with(e, fields)), exit: None };
         }
-        match exit_code {
-            Some(0) => RunEnd { outcome: Ok(data(&self.t, fields.drain(..))), exit: None },
-            other => {
-                let n = other.unwrap_or(1);
-                let how = signal.map_or_else(|| format!("exited with {n}"), |s| format!("was killed by signal {s}"));
-                let mut e = HostError::new(
+        if exit_code != Some(0) {
+            let n = exit_code.unwrap_or(1);
+            let how = signal.map_or_else(|| format!("exited with {n}"), |s| format!("was killed by signal {s}"));
+            let e = HostError::new(
+                "COMMAND_FAILED",
+                format!("the command {how}; the lease was held throughout and is released."),
+            );
+            return RunEnd { outcome: Err(with(e, fields)), exit: Some(u8::try_from(n).unwrap_or(1)) };
+        }
+        if self.job.mode == Mode::Destroy {
+            let finished = finished.unwrap_or(Value::Null);
+            let unresolved = finished["unresolved"].as_array().cloned().unwrap_or_default();
+            if !unresolved.is_empty() {
+                let keys: Vec<String> = unresolved
+                    .iter()
+                    .map(|r| format!("{}:{}", r["adapter"].as_str().unwrap_or("?"), r["key"].as_str().unwrap_or("?")))
+                    .collect();
+                let e = HostError::new(
+                    "INTENT_UNRESOLVED",
+                    format!(
+                        "An interrupted run may have created {} but the destroy command did not resolve it (delete it if it exists, then `baton ledger forget`). It stays in the ledger; nothing was dropped on a guess.",
+                        keys.join(", ")
+                    ),
+                )
+                .with("unresolved", unresolved);
+                return RunEnd { outcome: Err(with(e, fields)), exit: None };
+            }
+            if finished["status"] != "complete" {
+                let left = finished["receipt"]["ledger"].as_array().map_or(0, Vec::len);
+                let e = HostError::new(
                     "COMMAND_FAILED",
-                    format!("the command {how}; the lease was held throughout and is released."),
+                    format!(
+                        "the destroy command exited 0 but {left} resource(s) were not reported deleted (`baton ledger forget`); they stay in the ledger."
+                    ),
                 );
-                for (k, v) in fields {
-                    e.details.insert(k.to_owned(), v);
-                }
-                RunEnd { outcome: Err(e), exit: Some(u8::try_from(n).unwrap_or(1)) }
+                return RunEnd { outcome: Err(with(e, fields)), exit: None };
             }
         }
+        RunEnd { outcome: Ok(data(&self.t, fields)), exit: None }
     }
 }
 

@@ -51,6 +51,34 @@ impl DirStore {
         Ok(json!({ "env": env, "scope": scope, "files": files }))
     }
 
+    /// The scopes of environment `env` with their `latest.json` text (or `null`), sorted by scope:
+    /// `[{scope, text}]`, as the core's ownership operations take them (`others`).
+    pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
+        let path = core.invoke("cell-path", &json!({ "env": env, "scope": "x" }))?;
+        let env_dir = path["dir"].as_str().and_then(|d| d.split('/').next()).unwrap_or(env).to_owned();
+        let dir = self.root.join(env_dir);
+        let mut dirs: Vec<String> = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect(),
+            Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(HostError::io(format!("cannot list {}", dir.display()), &e)),
+        };
+        dirs.sort();
+        let names = core.invoke("scope-names", &json!({ "dirs": dirs }))?;
+        let mut out = Vec::new();
+        for (d, name) in dirs.iter().zip(names["scopes"].as_array().cloned().unwrap_or_default()) {
+            let Some(scope) = name.as_str() else { continue };
+            let text =
+                std::fs::read(dir.join(d).join("latest.json")).ok().map(|b| String::from_utf8_lossy(&b).into_owned());
+            out.push(json!({ "scope": scope, "text": text }));
+        }
+        out.sort_by(|a, b| a["scope"].as_str().cmp(&b["scope"].as_str()));
+        Ok(out)
+    }
+
     /// Reads the cell without taking the mutex (every file is replaced atomically, so a read never sees a
     /// half-written file) and asks `decide` about it. For read-only operations.
     pub fn read<T>(

@@ -1,0 +1,216 @@
+//! `baton ledger ...`, `baton receipt ...` and `baton status`: what a scope owns, and fenced changes to it.
+
+use super::lock::{Target, data, required_holder, target};
+use crate::cli::{LedgerArgs, ReceiptShowArgs, StatusArgs, TargetArgs};
+use crate::engine::CoreComponent;
+use crate::error::HostError;
+use crate::output::{Outcome, note};
+use serde_json::{Value, json};
+
+/// The resource named by the flags, as the core's ledger operations take it.
+fn resource(args: &LedgerArgs) -> Result<Value, HostError> {
+    let provider: Value = serde_json::from_str(&args.provider).map_err(|e| {
+        HostError::usage(format!("--provider must be a JSON object ({e}), e.g. '{{\"team\":\"web\"}}'"))
+    })?;
+    Ok(
+        json!({ "adapter": args.adapter, "key": args.key, "provider": provider, "label": args.label, "parent": args.parent }),
+    )
+}
+
+fn fence(args: &LedgerArgs, what: &str) -> Result<(String, u64), HostError> {
+    let holder = required_holder(&args.holder, what)?;
+    let epoch = args
+        .epoch
+        .ok_or_else(|| HostError::usage(format!("{what} needs the epoch: pass --epoch (or set BATON_EPOCH)")))?;
+    Ok((holder, epoch))
+}
+
+/// `baton ledger intend|record|forget`: one fenced transaction on the scope's receipt.
+pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome {
+    let (holder, epoch) = fence(args, "changing the ledger")?;
+    let res = resource(args)?;
+    let t = target(core, &args.target)?;
+    let id = args.id.clone();
+    let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
+        core.invoke(
+            op,
+            &json!({ "cell": cell, "holder": holder, "epoch": epoch, "nowMs": now, "resource": res, "id": id }),
+        )
+    })?;
+    if !args.target.json {
+        let verb = op.trim_start_matches("ledger-");
+        note(format!("{verb}: {}:{} in {}/{} (epoch {epoch})", args.adapter, args.key, t.env, t.scope));
+    }
+    let mut fields = vec![("resource", res), ("ledger", answer["receipt"]["ledger"].clone())];
+    if let Some(f) = answer.get("forgotten") {
+        fields.push(("forgotten", f.clone()));
+    }
+    Ok(data(&t, fields))
+}
+
+fn predecessor(core: &mut CoreComponent, t: &Target) -> Result<Value, HostError> {
+    let c = &t.context;
+    Ok(core.invoke("succession", &json!({ "scope": c["scope"], "branch": c["branch"], "pr": c["pr"] }))?["predecessor"]
+        .clone())
+}
+
+/// `baton ledger check`: relies on (or with `--change`, would change) a resource; `OWNED_BY_OTHER_SCOPE`
+/// when another scope owns it. Relying on a foreign resource records it as adopted when a holder is given.
+pub fn check(core: &mut CoreComponent, args: &LedgerArgs) -> Outcome {
+    let res = resource(args)?;
+    let t = target(core, &args.target)?;
+    let others = t.store.list(core, &t.env)?;
+    let pred = predecessor(core, &t)?;
+    let holder = args.holder.clone().filter(|h| !h.trim().is_empty());
+    let request = |cell: Value, now: i64| json!({ "cell": cell, "holder": holder, "epoch": args.epoch, "nowMs": now, "resource": res, "change": args.change, "others": others, "predecessor": pred });
+    let answer = if holder.is_some() && args.epoch.is_some() {
+        t.store.transact(core, &t.env, &t.scope, |core, cell, now| core.invoke("ledger-check", &request(cell, now)))?
+    } else {
+        t.store.read(core, &t.env, &t.scope, |core, cell, now| core.invoke("ledger-check", &request(cell, now)))?
+    };
+    if !args.target.json {
+        let owner = answer["owner"].as_str().map(|o| format!(" (owned by `{o}`)")).unwrap_or_default();
+        note(format!(
+            "{}:{} is {}{owner} for {}/{}",
+            args.adapter,
+            args.key,
+            answer["relation"].as_str().unwrap_or("?"),
+            t.env,
+            t.scope
+        ));
+    }
+    let mut fields =
+        vec![("resource", res), ("relation", answer["relation"].clone()), ("owner", answer["owner"].clone())];
+    fields.push(("adopted", answer.get("adopted").cloned().unwrap_or(false.into())));
+    Ok(data(&t, fields))
+}
+
+/// `baton ledger list`.
+pub fn list(core: &mut CoreComponent, args: &TargetArgs) -> Outcome {
+    let t = target(core, args)?;
+    let status = scope_status(core, &t)?;
+    if !args.json {
+        for (what, list) in [("owns", &status["owns"]), ("inherited", &status["inherited"])] {
+            for r in list.as_array().into_iter().flatten() {
+                println!(
+                    "{what}\t{}\t{}\t{}\t{}",
+                    r["createdBy"].as_str().unwrap_or(""),
+                    r["adapter"].as_str().unwrap_or(""),
+                    r["key"].as_str().unwrap_or(""),
+                    r["id"].as_str().unwrap_or("")
+                );
+            }
+        }
+    }
+    Ok(data(&t, [("owns", status["owns"].clone()), ("inherited", status["inherited"].clone())]))
+}
+
+fn scope_status(core: &mut CoreComponent, t: &Target) -> Result<Value, HostError> {
+    let others = t.store.list(core, &t.env)?;
+    let pred = predecessor(core, t)?;
+    t.store.read(core, &t.env, &t.scope, |core, cell, now| {
+        core.invoke("scope-status", &json!({ "cell": cell, "nowMs": now, "others": others, "predecessor": pred }))
+    })
+}
+
+/// `baton status`.
+pub fn status(core: &mut CoreComponent, args: &StatusArgs) -> Outcome {
+    let t = target(core, &args.target)?;
+    let s = scope_status(core, &t)?;
+    if !args.target.json {
+        let lock = &s["lock"];
+        let lock_line = match s["lockState"].as_str() {
+            Some("live") => format!(
+                "held by {} (epoch {}) until {}",
+                lock["holder"].as_str().unwrap_or("?"),
+                lock["epoch"],
+                lock["expiresAt"].as_str().unwrap_or("?")
+            ),
+            Some("expired") => format!(
+                "expired at {} (was {}, epoch {})",
+                lock["expiresAt"].as_str().unwrap_or("?"),
+                lock["holder"].as_str().unwrap_or("?"),
+                lock["epoch"]
+            ),
+            _ => "free".into(),
+        };
+        note(format!("{}/{}: lock {lock_line}", t.env, t.scope));
+        let count = |k: &str| s[k].as_array().map_or(0, Vec::len);
+        note(format!(
+            "owns {} resource(s), inherited {}, {} owned by other scopes of {}",
+            count("owns"),
+            count("inherited"),
+            s["foreignCount"],
+            t.env
+        ));
+        for w in s["warnings"].as_array().into_iter().flatten() {
+            note(w.as_str().unwrap_or_default());
+        }
+    }
+    let mut fields: Vec<(&str, Value)> = Vec::new();
+    for k in [
+        "lock",
+        "lockState",
+        "receipt",
+        "owns",
+        "inherited",
+        "predecessor",
+        "handoverPending",
+        "foreignCount",
+        "warnings",
+    ] {
+        fields.push((k, s[k].clone()));
+    }
+    Ok(data(&t, fields))
+}
+
+/// `baton receipt show`.
+pub fn show(core: &mut CoreComponent, args: &ReceiptShowArgs) -> Outcome {
+    let t = target(core, &args.target)?;
+    let file = args.run.as_ref().map_or_else(|| "latest.json".to_owned(), |r| format!("{r}.json"));
+    let path = core.invoke("cell-path", &json!({ "env": t.env, "scope": t.scope }))?;
+    let full = t.store.root().join(path["dir"].as_str().unwrap_or_default()).join(&file);
+    let text = match std::fs::read(&full) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if !args.target.json {
+                note(format!("{}/{} has no receipt {file}", t.env, t.scope));
+            }
+            return Ok(data(&t, [("receipt", Value::Null)]));
+        }
+        Err(e) => return Err(HostError::io(format!("cannot read {}", full.display()), &e)),
+    };
+    let parsed = core.invoke("receipt-parse", &json!({ "text": text, "place": full.display().to_string() }))?;
+    if !args.target.json {
+        println!("{}", serde_json::to_string_pretty(&parsed["receipt"]).unwrap_or_default());
+    }
+    Ok(data(&t, [("receipt", parsed["receipt"].clone())]))
+}
+
+/// `baton receipt list`.
+pub fn list_receipts(core: &mut CoreComponent, args: &TargetArgs) -> Outcome {
+    let t = target(core, args)?;
+    let mut rows = Vec::new();
+    for other in t.store.list(core, &t.env)? {
+        let Some(text) = other["text"].as_str() else { continue };
+        let row = match core.invoke("receipt-parse", &json!({ "text": text, "place": other["scope"] })) {
+            Ok(p) => {
+                let r = &p["receipt"];
+                json!({ "scope": other["scope"], "runId": r["runId"], "status": r["status"], "finishedAt": r["finishedAt"],
+                        "resources": r["ledger"].as_array().map_or(0, Vec::len), "supersededBy": r["supersededBy"] })
+            }
+            Err(e) => json!({ "scope": other["scope"], "error": e.to_json() }),
+        };
+        if !args.json {
+            println!(
+                "{}\t{}\t{}\t{}",
+                row["scope"].as_str().unwrap_or(""),
+                row["status"].as_str().unwrap_or("unreadable"),
+                row["resources"],
+                row["runId"].as_str().unwrap_or("")
+            );
+        }
+        rows.push(row);
+    }
+    Ok(data(&t, [("receipts", Value::Array(rows))]))
+}
