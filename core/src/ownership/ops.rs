@@ -434,8 +434,14 @@ pub fn status(cell: &Cell, now: UnixMs, others: &[OtherScope], predecessor: Opti
     let lock: Option<LockRecord> = parse_lock(cell)?;
     let receipt = read_receipt(cell)?;
     let ledger = receipt.as_ref().map(|r| r.ledger.clone()).unwrap_or_default();
+    // Inherited = still listed by the predecessor (the handover is pending); after the handover it is owned.
+    let pending: Vec<String> = predecessor
+        .and_then(|p| others.iter().find(|o| o.scope == p))
+        .and_then(OtherScope::receipt)
+        .map(|r| r.ledger.iter().map(LedgerEntry::identity).collect())
+        .unwrap_or_default();
     let (inherited, own): (Vec<&LedgerEntry>, Vec<&LedgerEntry>) =
-        ledger.iter().partition(|e| e.extra.contains_key("inheritedFrom"));
+        ledger.iter().partition(|e| e.extra.contains_key("inheritedFrom") && pending.contains(&e.identity()));
     let refs = |v: &[&LedgerEntry]| v.iter().map(|e| e.to_ref()).collect::<Vec<_>>();
     let mut warnings = Vec::new();
     let state = match &lock {
@@ -446,10 +452,7 @@ pub fn status(cell: &Cell, now: UnixMs, others: &[OtherScope], predecessor: Opti
             "live"
         }
     };
-    let pending_handover = predecessor
-        .and_then(|p| others.iter().find(|o| o.scope == p))
-        .and_then(OtherScope::receipt)
-        .is_some_and(|r| !r.ledger.is_empty());
+    let pending_handover = !pending.is_empty();
     Ok(json!({
         "lock": lock.as_ref().map(|l| {
             let mut v = l.to_value();
