@@ -127,7 +127,8 @@ class DirStore {
    * releases the mutex. Resolves with the core's answer; rejects with its refusal (a BatonError).
    * @param {{env: string, scope: string}} target
    * @param {string} op a cell operation: lock-acquire, lock-renew, lock-release, lock-read, lock-break,
-   *   fence-check, fenced-write
+   *   fence-check, fenced-write, and the ownership ones (run-begin, run-finish, ledger-*, handover,
+   *   destroy-plan, scope-status)
    * @param {object} [request] the request without `cell` and `nowMs`
    */
   transact({ env, scope }, op, request = {}) {
@@ -172,6 +173,65 @@ class DirStore {
   async fencedWrite({ env, scope, holder, epoch, file, content }) {
     const a = await this.transact({ env, scope }, 'fenced-write', { holder, epoch, file, content });
     return { lock: a.lock };
+  }
+
+  /**
+   * A read-only operation on the cell without the mutex (every file is replaced by an atomic rename, so a
+   * reader never sees half a file) and without creating its directory: loads the cell, adds `cell` and
+   * `nowMs`, calls core operation `op`. For `scope-status` and the like; an answer with changes is refused.
+   * @param {{env: string, scope: string}} target
+   * @param {string} op
+   * @param {object} [request]
+   */
+  async read({ env, scope }, op, request = {}) {
+    const cellDir = path.join(this.path, call('cell-path', { env, scope }).dir);
+    let files;
+    try {
+      files = await loadFiles(cellDir);
+    } catch (e) {
+      throw ioError(e);
+    }
+    const answer = call(op, { ...request, cell: { env, scope, files }, nowMs: Date.now() });
+    if (Array.isArray(answer.changes) && answer.changes.length > 0) {
+      throw hostError('INTERNAL', `\`${op}\` is not a read-only operation; use transact`, { op });
+    }
+    return answer;
+  }
+
+  /**
+   * The scopes of environment `env` that have a cell in this store, sorted by scope, each with the text of
+   * its `latest.json` (null when it has none): what the core's ownership operations take as `others`.
+   * Directory names are decoded by the core (`scope-names`: `=hex` names, anything that is not a scope
+   * skipped); `_locks` (parent-object locks) is never a scope. Reads without the mutex.
+   * @param {string} env
+   * @returns {Promise<{scope: string, text: string | null}[]>}
+   */
+  async list(env) {
+    const envDir = path.join(this.path, call('cell-path', { env, scope: 'x' }).dir.split('/')[0]);
+    let entries;
+    try {
+      entries = await fs.readdir(envDir, { withFileTypes: true });
+    } catch (e) {
+      if (e.code === 'ENOENT') return [];
+      throw ioError(e);
+    }
+    const dirs = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
+    const { scopes } = call('scope-names', { dirs });
+    const listed = [];
+    for (const [i, dir] of dirs.entries()) {
+      const scope = scopes[i];
+      if (typeof scope !== 'string' || scope === '_locks') continue;
+      // Only the directory a transaction on that scope would use (not a second spelling of the same name).
+      if (call('cell-path', { env, scope }).dir.split('/')[1] !== dir) continue;
+      let text = null;
+      try {
+        text = (await fs.readFile(path.join(envDir, dir, 'latest.json'))).toString('utf8');
+      } catch (e) {
+        if (e.code !== 'ENOENT') throw ioError(e);
+      }
+      listed.push({ scope, text });
+    }
+    return listed.sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
   }
 }
 

@@ -10,11 +10,30 @@
  *     ... work, passing lease.signal to what can be aborted ...
  *     await lease.write('deployed.json', JSON.stringify(result));
  *   });
+ *
+ * With `context` the lease carries a run: what it creates is recorded in the scope's receipt
+ * (lease.intend / record / forget / check, finished by withLease), a pull request inherits its head
+ * branch's resources, and destroy(store, {context}, fn) deletes what the scope owns.
  */
 const { BatonError } = require('./errors.cjs');
 const { invoke, errorCodes } = require('./core.cjs');
 const { scopeFor, detectContext } = require('./context.cjs');
 const { openStore } = require('./dir-store.cjs');
 const { acquireLease, withLease } = require('./lease.cjs');
+const { destroy, acquireObjectLease, withObjectLease } = require('./destroy.cjs');
+const { scopeStatus } = require('./ownership.cjs');
 
-module.exports = { BatonError, invoke, errorCodes, scopeFor, detectContext, openStore, acquireLease, withLease };
+module.exports = {
+  BatonError,
+  invoke,
+  errorCodes,
+  scopeFor,
+  detectContext,
+  openStore,
+  acquireLease,
+  withLease,
+  destroy,
+  acquireObjectLease,
+  withObjectLease,
+  scopeStatus,
+};

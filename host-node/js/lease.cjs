@@ -19,7 +19,8 @@
 const { randomBytes } = require('node:crypto');
 const wasm = require('../pkg/baton_node.js');
 const { BatonError, fromErrorJson, fromThrown } = require('./errors.cjs');
-const { hostError } = require('./core.cjs');
+const { call, hostError } = require('./core.cjs');
+const { runContext, predecessorOf, resourceOf } = require('./ownership.cjs');
 
 /** The host's monotonic clock in whole milliseconds, as the machine takes it. */
 const monotonicNow = () => Math.floor(performance.now());
@@ -195,9 +196,10 @@ class AcquirePromise extends Promise {
 }
 
 const NUMBER_OPTIONS = ['ttlMs', 'marginMs', 'renewEveryMs', 'waitTimeoutMs', 'pollMs'];
-const STRING_OPTIONS = ['env', 'scope', 'holder', 'label'];
+const STRING_OPTIONS = ['env', 'scope', 'holder', 'label', 'approvedBy'];
+const BOOLEAN_OPTIONS = ['wait', 'ownership'];
 const CALLBACK_OPTIONS = ['onWait', 'onEvent', 'onWarning'];
-const KNOWN_OPTIONS = [...STRING_OPTIONS, ...NUMBER_OPTIONS, 'wait', ...CALLBACK_OPTIONS];
+const KNOWN_OPTIONS = [...STRING_OPTIONS, ...NUMBER_OPTIONS, ...BOOLEAN_OPTIONS, 'context', ...CALLBACK_OPTIONS];
 
 /**
  * The machine's configuration from the options. Only the types are checked here (USAGE); names and timing
@@ -213,15 +215,44 @@ function leaseConfig(options) {
     if (NUMBER_OPTIONS.includes(key) && !(Number.isSafeInteger(value) && value >= 0)) {
       throw usage(`the lease option \`${key}\` must be a whole number of milliseconds >= 0, got ${String(value)}`);
     }
-    if (key === 'wait' && typeof value !== 'boolean') throw usage('the lease option `wait` must be a boolean');
+    if (BOOLEAN_OPTIONS.includes(key) && typeof value !== 'boolean') throw usage(`the lease option \`${key}\` must be a boolean`);
     if (CALLBACK_OPTIONS.includes(key) && typeof value !== 'function') throw usage(`the lease option \`${key}\` must be a function`);
   }
-  if (options.env === undefined || options.scope === undefined) {
-    throw usage('a lease needs `env` and `scope` (for example those detectContext() found)');
+  const context = options.context === undefined ? undefined : runContext(options.context);
+  for (const key of ['env', 'scope']) {
+    if (context !== undefined && options[key] !== undefined && options[key] !== context[key]) {
+      throw usage(`the lease option \`${key}\` (${options[key]}) differs from the context's (${context[key]}); pass one of them`);
+    }
   }
-  const config = { env: options.env, scope: options.scope, holder: options.holder ?? `run-${randomBytes(4).toString('hex')}` };
+  const env = options.env ?? context?.env;
+  const scope = options.scope ?? context?.scope;
+  if (env === undefined || scope === undefined) {
+    throw usage('a lease needs `env` and `scope` (for example those detectContext() found), or the `context` itself');
+  }
+  const config = { env, scope, holder: options.holder ?? `run-${randomBytes(4).toString('hex')}` };
   for (const key of ['label', ...NUMBER_OPTIONS, 'wait']) if (options[key] !== undefined) config[key] = options[key];
   return config;
+}
+
+/**
+ * The run a lease carries when ownership is on (`context`, or `ownership: true`): its context, the approver
+ * to record, whether it is a destroy. The approval is checked here, before anything is locked
+ * (ENV_NOT_APPROVED). Null for a plain lease.
+ */
+function runSettings(store, options, config, destroy) {
+  const ownership = options.ownership ?? options.context !== undefined;
+  if (!ownership) {
+    if (options.approvedBy !== undefined) {
+      throw hostError('USAGE', 'the lease option `approvedBy` is recorded in the run\'s receipt: pass `context` (or `ownership: true`) too');
+    }
+    return null;
+  }
+  if (typeof store.list !== 'function') {
+    throw hostError('USAGE', 'a lease with ownership needs a store that can list scopes (`list(env)`), as openStore() gives');
+  }
+  const context = options.context === undefined ? runContext({ env: config.env, scope: config.scope }) : runContext(options.context);
+  const { approvedBy } = call('approval', { env: context.env, approvedBy: options.approvedBy ?? null });
+  return { context, approvedBy, destroy, predecessor: null, predecessorText: null, state: 'open' };
 }
 
 /** A resolvable promise. */
@@ -234,6 +265,10 @@ function deferred() {
 }
 
 const begin = Symbol('begin');
+/** Internal: a fenced ownership transaction of the lease's run (`destroy` uses it for `destroy-plan`). */
+const fenced = Symbol('fenced');
+/** Internal: whether the lease carries a run that was not finished yet (`withLease` finishes it). */
+const unfinished = Symbol('unfinished');
 
 /** A lease on one cell's lock. Obtain one with `acquireLease` (or `withLease`). */
 class Lease {
@@ -254,9 +289,14 @@ class Lease {
   #cancelled = null;
   /** The release's result, once asked for. */
   #released = null;
+  /** The run (ownership), or null: see `runSettings`. */
+  #run = null;
 
-  /** @param {object} store @param {ReturnType<typeof leaseConfig>} config @param {object} callbacks */
-  constructor(store, config, callbacks) {
+  /**
+   * @param {object} store @param {ReturnType<typeof leaseConfig>} config @param {object} callbacks
+   * @param {ReturnType<typeof runSettings>} [run]
+   */
+  constructor(store, config, callbacks, run = null) {
     let machine;
     try {
       machine = new wasm.Lease(JSON.stringify(config));
@@ -290,6 +330,13 @@ class Lease {
     this.warnings = [];
     /** Aborted (reason: a BatonError LOCK_LOST) when the lease is lost or must stop; not on release. */
     this.signal = this.#abort.signal;
+    this.#run = run;
+    /** The run's context (ownership), or null. */
+    this.context = run ? run.context : null;
+    /** The scope this run inherits from (a pull request's head branch scope), or null. */
+    this.predecessor = null;
+    /** This run's receipt as it last wrote it (ownership), or null. */
+    this.receipt = null;
   }
 
   /** Starts acquiring; the promise `acquireLease` returns. */
@@ -366,6 +413,203 @@ class Lease {
     return this.#released.promise;
   }
 
+  /** run-begin: the run's receipt starts (fenced), carrying the ledger and inheriting the predecessor's. */
+  async #beginRun() {
+    const run = this.#run;
+    // A destroy inherits nothing and hands nothing over.
+    const predecessor = run.destroy ? null : predecessorOf(run.context);
+    let listed = null;
+    if (predecessor !== null) {
+      const found = (await this.#store.list(run.context.env)).find((o) => o.scope === predecessor);
+      listed = { scope: predecessor, text: found ? found.text : null };
+    }
+    run.predecessor = predecessor;
+    run.predecessorText = listed ? listed.text : null;
+    this.predecessor = predecessor;
+    await this[fenced]('run-begin', {
+      context: run.context,
+      hashKey: randomBytes(16).toString('hex'),
+      lockPreempted: this.preempted && typeof this.preempted.holder === 'string' ? this.preempted.holder : null,
+      approvedBy: run.approvedBy,
+      destroy: run.destroy,
+      predecessor: listed,
+    });
+  }
+
+  /**
+   * One fenced transaction of the run on this lease's cell: `holder` and `epoch` added, `assertHeld()`
+   * first; the receipt and warnings of the answer taken in; LOCK_LOST from the store stops the lease.
+   */
+  async [fenced](op, request) {
+    const epoch = this.assertHeld();
+    let answer;
+    try {
+      answer = await this.#store.transact(this.#cell, op, { ...request, holder: this.holder, epoch });
+    } catch (e) {
+      const error = asBatonError(e, 'the store failed');
+      if (error.code === 'LOCK_LOST') this.#stop(error);
+      throw error;
+    }
+    if (answer.receipt) this.receipt = answer.receipt;
+    for (const warning of answer.warnings ?? []) this.#warn(warning);
+    return answer;
+  }
+
+  [unfinished]() {
+    return this.#run !== null && this.#run.state !== 'finished';
+  }
+
+  /** The run, refused (USAGE) when there is none or it has finished. */
+  #openRun(what) {
+    if (this.#run === null) {
+      throw hostError('USAGE', `lease.${what} records ownership in the run's receipt: acquire the lease with \`context\` (or \`ownership: true\`)`);
+    }
+    if (this.#run.state !== 'open') {
+      throw hostError('USAGE', `lease.${what}: the run on ${this.env}/${this.scope} has finished; its receipt is final`);
+    }
+    return this.#run;
+  }
+
+  /**
+   * Records a write-ahead intent for `resource` before creating it (a fenced checkpoint of the receipt):
+   * if the run dies during the create, the next run finds the intent and claims (`record`) or re-creates it.
+   * @param {object} resource {adapter, key, provider?, op?, label?, parent?}
+   */
+  async intend(resource) {
+    this.#openRun('intend');
+    await this[fenced]('ledger-intend', { resource: resourceOf(resource) });
+  }
+
+  /**
+   * Records that `resource` exists with provider id `id` and this scope owns it (an intent becomes owned).
+   * @param {object} resource
+   * @param {string} id
+   */
+  async record(resource, id) {
+    this.#openRun('record');
+    if (typeof id !== 'string') throw hostError('USAGE', 'lease.record needs the provider id of the resource (a string)');
+    await this[fenced]('ledger-record', { resource: resourceOf(resource), id });
+  }
+
+  /**
+   * Removes `resource` from the ledger (it was deleted, or never created). Resolves `{forgotten}`: whether
+   * it was there.
+   * @param {object} resource
+   */
+  async forget(resource) {
+    this.#openRun('forget');
+    const answer = await this[fenced]('ledger-forget', { resource: resourceOf(resource) });
+    return { forgotten: answer.forgotten === true };
+  }
+
+  /**
+   * May this run create or change (`change: true`) `resource`, or rely on it? Throws OWNED_BY_OTHER_SCOPE
+   * when another scope of the environment owns it and `change`; relying on such a foreign resource records
+   * it as `adopted` (destroy only forgets it). Resolves `{relation: 'own'|'inherited'|'foreign'|'none',
+   * owner?, createdBy?, adopted}`.
+   * @param {object} resource
+   * @param {{change?: boolean}} [options]
+   */
+  async check(resource, options = {}) {
+    const run = this.#openRun('check');
+    const change = options?.change ?? false;
+    if (typeof change !== 'boolean') throw hostError('USAGE', 'lease.check: `change` must be a boolean');
+    const res = resourceOf(resource);
+    const others = await this.#store.list(this.env);
+    const answer = await this[fenced]('ledger-check', { resource: res, change, others, predecessor: run.predecessor });
+    const result = { relation: answer.relation, adopted: answer.adopted === true };
+    if (answer.owner !== undefined) result.owner = answer.owner;
+    if (answer.createdBy !== undefined) result.createdBy = answer.createdBy;
+    return result;
+  }
+
+  /**
+   * Ends the run: writes its final receipt (`complete` or `failed`; the commit goes to its history). After
+   * a complete run that inherited from a predecessor, hands the predecessor's resources over (under the
+   * predecessor's lock for 60 s, without waiting): a busy predecessor or a failed handover is a warning,
+   * retried by the next run. Resolves `{status, unresolved, receipt, handedOver, warnings}`; the lease stays
+   * held until `release()`. Calling it again resolves the same.
+   * @param {'complete' | 'failed'} status
+   */
+  finish(status) {
+    let run;
+    try {
+      if (this.#run === null) this.#openRun('finish');
+      run = this.#run;
+      if (status !== 'complete' && status !== 'failed') {
+        throw hostError('USAGE', `lease.finish takes 'complete' or 'failed', got ${String(status)}`);
+      }
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (run.finished) return run.finished;
+    run.state = 'finishing';
+    run.finished = this.#finish(run, status === 'complete').then(
+      (result) => {
+        run.state = 'finished';
+        return result;
+      },
+      (e) => {
+        // Nothing landed: the run is still open (a retry may finish it).
+        run.state = 'open';
+        run.finished = null;
+        throw e;
+      },
+    );
+    return run.finished;
+  }
+
+  async #finish(run, succeeded) {
+    const answer = await this[fenced]('run-finish', { succeeded, sha: run.context.sha });
+    const warnings = [];
+    let handedOver = 0;
+    if (answer.status === 'complete' && !run.destroy && run.predecessor !== null && run.predecessorText !== null) {
+      const outcome = await this.#handover(run.predecessor, answer.receipt);
+      handedOver = outcome.moved;
+      if (outcome.warning) {
+        warnings.push(outcome.warning);
+        this.#warn(outcome.warning);
+      }
+    }
+    return { status: answer.status, unresolved: answer.unresolved ?? [], receipt: answer.receipt, handedOver, warnings };
+  }
+
+  /**
+   * The handover: the predecessor's receipt rewritten without what this run owns, with `supersededBy`,
+   * under the predecessor's lock (holder `handover-<runId>`, 60 s, no wait, released at once). Never
+   * throws: this run's receipt has landed, so a failure is a warning and the next run tries again.
+   */
+  async #handover(predecessor, receipt) {
+    const cell = { env: this.env, scope: predecessor };
+    const holder = `handover-${this.holder}`;
+    let epoch;
+    try {
+      epoch = (await this.#store.transact(cell, 'lock-acquire', { holder, ttlMs: 60_000 })).lock.epoch;
+    } catch (e) {
+      const error = asBatonError(e, 'the store failed');
+      if (error.code === 'LOCK_HELD') {
+        return { moved: 0, warning: `Scope \`${predecessor}\` is busy; its resources will be handed over to \`${this.scope}\` on the next run.` };
+      }
+      return { moved: 0, warning: `Could not lock scope \`${predecessor}\` to hand its resources over to \`${this.scope}\` (${error.code}: ${error.message}); the next run will try again.` };
+    }
+    try {
+      const answer = await this.#store.transact(cell, 'handover', {
+        holder,
+        epoch,
+        successor: this.scope,
+        successorLedger: (receipt && receipt.ledger) || [],
+      });
+      return { moved: answer.moved ?? 0, warning: null };
+    } catch (e) {
+      const error = asBatonError(e, 'the store failed');
+      return { moved: 0, warning: `The handover of scope \`${predecessor}\` to \`${this.scope}\` failed (${error.code}: ${error.message}); the next run will try again.` };
+    } finally {
+      await Promise.resolve()
+        .then(() => this.#store.transact(cell, 'lock-release', { holder, epoch }))
+        .catch(() => {});
+    }
+  }
+
   #keepAliveAsNeeded() {
     this.#loop.keepAlive(this.#phase === 'releasing' || (this.#phase === 'acquiring' && this.#observed));
   }
@@ -394,8 +638,19 @@ class Lease {
         if (this.#cancelled) break;
         this.#phase = 'held';
         this.#keepAliveAsNeeded();
-        this.#acquiring?.resolve(this);
-        this.#acquiring = null;
+        if (this.#run === null) {
+          this.#acquiring?.resolve(this);
+          this.#acquiring = null;
+        } else {
+          // The run starts (run-begin) before anybody gets the lease; if it cannot, the lock is released and
+          // the acquire rejects with why.
+          const pending = this.#acquiring;
+          this.#acquiring = null;
+          this.#beginRun().then(
+            () => pending?.resolve(this),
+            (e) => this.release().then(() => pending?.reject(asBatonError(e, 'the run could not start'))),
+          );
+        }
         break;
       case 'waiting':
         if (this.#callbacks.onWait && !this.#cancelled) {
@@ -474,14 +729,20 @@ class Lease {
  * @param {object} options
  */
 function acquireLease(store, options) {
+  return startLease(store, options, false);
+}
+
+/** acquireLease, for a destroy run when `destroy` (run-begin with `destroy: true`). */
+function startLease(store, options, destroy) {
   let lease;
   try {
     if (store === null || typeof store !== 'object' || typeof store.transact !== 'function') {
       throw hostError('USAGE', 'acquireLease needs a store (from openStore()) as its first argument');
     }
     const config = leaseConfig(options);
+    const run = runSettings(store, options, config, destroy);
     const { onWait, onEvent, onWarning } = options;
-    lease = new Lease(store, config, { onWait, onEvent, onWarning });
+    lease = new Lease(store, config, { onWait, onEvent, onWarning }, run);
   } catch (e) {
     return Promise.reject(asBatonError(e, 'acquireLease failed'));
   }
@@ -502,15 +763,34 @@ async function withLease(store, options, fn) {
   if (typeof fn !== 'function') {
     throw hostError('USAGE', 'withLease needs the work to do: withLease(store, options, async (lease) => { ... })');
   }
-  const lease = await acquireLease(store, options);
+  return runUnder(await acquireLease(store, options), fn);
+}
+
+/** The rest of withLease, once the lease is acquired: fn, the run's finish (if any), the release. */
+async function runUnder(lease, fn) {
   let result;
+  let finishError = null;
   try {
-    result = await fn(lease);
+    try {
+      result = await fn(lease);
+    } catch (e) {
+      // The run's receipt says it failed; what fn threw is the error either way.
+      if (lease[unfinished]()) await lease.finish('failed').catch(() => {});
+      throw e;
+    }
+    if (lease[unfinished]()) {
+      try {
+        await lease.finish('complete');
+      } catch (e) {
+        finishError = e;
+      }
+    }
   } finally {
     await lease.release();
   }
   if (lease.signal.aborted) throw lease.signal.reason;
+  if (finishError) throw finishError;
   return result;
 }
 
-module.exports = { acquireLease, withLease, Lease };
+module.exports = { acquireLease, withLease, runUnder, startLease, Lease, fenced };

@@ -175,7 +175,20 @@ test('openStore resolves dir specs, BATON_STORE and the default', () => {
 });
 
 test('the package loads with require() and with import, sharing one implementation', async () => {
-  const names = ['BatonError', 'acquireLease', 'detectContext', 'errorCodes', 'invoke', 'openStore', 'scopeFor', 'withLease'];
+  const names = [
+    'BatonError',
+    'acquireLease',
+    'acquireObjectLease',
+    'destroy',
+    'detectContext',
+    'errorCodes',
+    'invoke',
+    'openStore',
+    'scopeFor',
+    'scopeStatus',
+    'withLease',
+    'withObjectLease',
+  ];
   const cjs = execFileSync(process.execPath, ['-e', `const b=require(${JSON.stringify(pkgDir)});console.log(Object.keys(b).sort().join(), b.scopeFor('x'))`], { encoding: 'utf8' });
   assert.equal(cjs.trim(), `${names.join()} branch-x`);
   const esm = execFileSync(
