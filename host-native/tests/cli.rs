@@ -1,36 +1,15 @@
 //! The `baton` binary end to end: output envelopes, exit codes, and the dir store on disk.
 
+mod common;
+
+use common::{TempDir, command};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-/// A fresh directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("baton-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Runs `baton args` in `cwd` with a clean environment (no CI variables leak in from the test runner).
 fn baton(cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_baton"));
-    cmd.current_dir(cwd).env_clear().args(args);
-    for key in ["PATH", "HOME", "BATON_CACHE_DIR", "XDG_CACHE_HOME"] {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
+    let mut cmd = command(cwd, args);
     for (k, v) in vars {
         cmd.env(k, v);
     }
@@ -42,9 +21,7 @@ fn json(cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> (i32, Value) {
     let mut all = args.to_vec();
     all.push("--json");
     let out = baton(cwd, &all, vars);
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.lines().count(), 1, "exactly one envelope line, got {stdout:?}");
-    let envelope: Value = serde_json::from_str(&stdout).expect("the envelope is JSON");
+    let envelope = common::envelope(&out);
     let code = out.status.code().expect("exited");
     assert_eq!(envelope["ok"] == true, code == 0, "ok iff exit 0: {envelope}");
     (code, envelope)

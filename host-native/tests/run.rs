@@ -1,47 +1,12 @@
 //! `baton run` with real processes: exported variables, exit codes, signals, a crashed holder, and a
 //! paused holder that is fenced out once another run took over.
 
+mod common;
+
+use common::{BATON, TempDir, command, envelope};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("baton-run-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-    fn store(&self) -> String {
-        format!("dir:{}", self.0.join("store").display())
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-const BATON: &str = env!("CARGO_BIN_EXE_baton");
-
-fn command(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BATON);
-    cmd.current_dir(dir).env_clear().args(args);
-    for key in ["PATH", "HOME", "BATON_CACHE_DIR", "XDG_CACHE_HOME"] {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
-    cmd
-}
-
-fn envelope(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
-}
 
 fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     let start = Instant::now();

@@ -1,7 +1,7 @@
 //! Helpers shared by the CLI process tests: a temp dir with a store, running `baton` with a clean
 //! environment, and reading envelopes.
 
-#![allow(dead_code)] // each test binary uses a different subset
+#![allow(dead_code, unreachable_pub)] // each test binary uses a different subset; `pub` for the test crates
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
