@@ -32,6 +32,20 @@ export type Operation =
   | 'lock-break'
   | 'fence-check'
   | 'fenced-write'
+  | 'scope-names'
+  | 'succession'
+  | 'parent-cell'
+  | 'approval'
+  | 'run-begin'
+  | 'run-finish'
+  | 'ledger-intend'
+  | 'ledger-record'
+  | 'ledger-forget'
+  | 'ledger-check'
+  | 'handover'
+  | 'destroy-plan'
+  | 'scope-status'
+  | 'receipt-parse'
   | 'render'
   | 'error-codes'
   | 'cell-files';
@@ -161,7 +175,16 @@ export type CellOperation =
   | 'lock-read'
   | 'lock-break'
   | 'fence-check'
-  | 'fenced-write';
+  | 'fenced-write'
+  | 'run-begin'
+  | 'run-finish'
+  | 'ledger-intend'
+  | 'ledger-record'
+  | 'ledger-forget'
+  | 'ledger-check'
+  | 'handover'
+  | 'destroy-plan'
+  | 'scope-status';
 
 export interface FencedWriteRequest extends CellRef {
   holder: string;
@@ -181,8 +204,25 @@ export interface TransactionalStore {
   transact(cell: CellRef, op: CellOperation, request: Record<string, unknown>): Promise<Record<string, any>>;
 }
 
+/** A scope of an environment as `list` gives it: its name and the text of its `latest.json` (or null). */
+export interface ListedScope {
+  scope: string;
+  text: string | null;
+}
+
+/**
+ * What a run (a lease with `context`), `destroy` and `scopeStatus` need of a store: its transaction, and
+ * the scopes of an environment with their receipts (what other scopes own, what a pull request inherits).
+ */
+export interface OwnershipStore extends TransactionalStore {
+  /** The scopes of environment `env`, sorted by scope, with their `latest.json` text. */
+  list(env: string): Promise<ListedScope[]>;
+  /** A read-only operation on the cell (no mutex, nothing created); `transact` is used where absent. */
+  read?(cell: CellRef, op: CellOperation, request: Record<string, unknown>): Promise<Record<string, any>>;
+}
+
 /** A store of cells. Every method is one atomic transaction on one cell, made through `transact`. */
-export interface Store extends TransactionalStore {
+export interface Store extends OwnershipStore {
   readonly kind: 'dir';
   /** The store's root directory. */
   readonly path: string;
@@ -200,6 +240,14 @@ export interface Store extends TransactionalStore {
   breakLock(request: BreakRequest): Promise<Grant>;
   /** Writes a data file of the cell only if holder holds the lock at epoch (same transaction); else LOCK_LOST. */
   fencedWrite(request: FencedWriteRequest): Promise<{ lock: Lock }>;
+  /**
+   * The scopes of environment `env` that have a cell here, sorted by scope, each with its `latest.json`
+   * text or null. Directory names are decoded by the core (`=hex`); `_locks` and directories that are not
+   * scopes are skipped. Reads without the mutex.
+   */
+  list(env: string): Promise<ListedScope[]>;
+  /** A read-only operation on the cell without the mutex and without creating its directory. */
+  read(cell: CellRef, op: CellOperation, request: Record<string, unknown>): Promise<Record<string, any>>;
 }
 
 export interface StoreOptions {
@@ -268,11 +316,8 @@ export interface WaitInfo {
   remainingMs: number;
 }
 
-/**
- * How to hold a lease. Timing is judged by the core (USAGE when inconsistent): margin < TTL, renewal period
- * < TTL - margin. Unknown options are USAGE.
- */
-export interface LeaseOptions extends CellRef {
+/** How to hold a lease, whatever it is on: holder, timing, waiting, callbacks. */
+export interface LeaseTiming {
   /** The holder name written into the lock (default `run-` and 8 random hex digits). */
   holder?: string;
   /** How to name the lock in messages (default `env/scope`). */
@@ -296,8 +341,146 @@ export interface LeaseOptions extends CellRef {
   onWait?: (info: WaitInfo) => void;
   /** Called with every event of the lease machine (renewals, failures, ...). A throw is rethrown asynchronously, as an uncaught exception. */
   onEvent?: (event: LeaseEvent) => void;
-  /** Called with each warning (a takeover, a failed release), which also lands in `lease.warnings`. Default: `process.emitWarning(message, {type: 'BatonWarning'})`. */
+  /** Called with each warning (a takeover, a failed release, an inheritance, a handover put off), which also lands in `lease.warnings`. Default: `process.emitWarning(message, {type: 'BatonWarning'})`. */
   onWarning?: (message: string) => void;
+}
+
+/**
+ * How to hold a plain lease on a cell's lock. Timing is judged by the core (USAGE when inconsistent):
+ * margin < TTL, renewal period < TTL - margin. Unknown options are USAGE.
+ */
+export interface LeaseOptions extends CellRef, LeaseTiming {
+  /** A plain lease records nothing in receipts (the default without `context`). */
+  ownership?: false;
+}
+
+/** The context of a run as receipts record it; a detected `Context` is one. */
+export interface RunContext {
+  env: string;
+  scope: string;
+  /** The head branch: a pull request inherits from its `branch-` scope. */
+  branch?: string | null;
+  /** The commit, recorded in the receipt's history. */
+  sha?: string | null;
+  pr?: number | null;
+}
+
+/** The run context of a lease (`lease.context`), every field present. */
+export interface RecordedContext {
+  env: string;
+  scope: string;
+  branch: string | null;
+  sha: string | null;
+  pr: number | null;
+}
+
+/** A lease that carries a run: the context (env and scope come from it), or a cell with `ownership: true`. */
+export type RunLeaseOptions = LeaseTiming & {
+  /** Who approved a production run (trimmed; required, non-blank, when env is `production`: ENV_NOT_APPROVED before any lock). */
+  approvedBy?: string;
+} & (
+    | { context: RunContext; env?: string; scope?: string; ownership?: true }
+    | { context?: undefined; env: string; scope: string; ownership: true }
+  );
+
+/** A resource as the ledger operations take it. Extra fields (a plan entry's `id`, `createdBy`) are ignored. */
+export interface Resource {
+  /** The provider kind, e.g. `vercel`. */
+  adapter: string;
+  /** The resource's key within the adapter. */
+  key: string;
+  /** The provider block (team, project, ...): part of the identity (default `{}`). */
+  provider?: Record<string, unknown>;
+  /** The operation that manages it (informational). */
+  op?: string;
+  label?: string;
+  /** The parent object whose lock guards writes to it. */
+  parent?: string;
+}
+
+/** How an entry came into a ledger: owned (`baton`; the original's `sponson` reads the same), relied on, or a create in flight. */
+export type CreatedBy = 'baton' | 'adopted' | 'intent';
+
+/** A resource as the core names it (destroy plans, status, unresolved intents). */
+export interface ResourceRef {
+  adapter: string;
+  key: string;
+  provider: Record<string, unknown>;
+  /** The provider id; `""` for an intent. */
+  id: string;
+  createdBy: CreatedBy;
+}
+
+/** One entry of a receipt's ledger (the original's field names; unknown fields kept). */
+export interface LedgerEntry {
+  adapter: string;
+  op: string;
+  provider: Record<string, unknown>;
+  key: string;
+  id: string;
+  hash: string;
+  label?: string;
+  /** `baton`, `adopted`, `intent` (or the original's `sponson`). */
+  createdBy: string;
+  line: string;
+  parent?: string;
+  /** The scope it was inherited from (a pull request's head branch). */
+  inheritedFrom?: string;
+  [field: string]: unknown;
+}
+
+/** A receipt (`latest.json`): the original's version-2 format plus `epoch`. Unknown fields are kept. */
+export interface Receipt {
+  version: 2;
+  /** The holder of the run that wrote it (`run-…`, `destroy-…`, `handover-run-…`). */
+  runId: string;
+  environment: string;
+  scope: string;
+  /** A checkpoint says `failed` until the run finishes. */
+  status: 'complete' | 'failed' | 'partial';
+  /** Present (true) on a checkpoint of a run that has not finished. */
+  inProgress?: true;
+  startedAt: string;
+  finishedAt: string;
+  ledger: LedgerEntry[];
+  history: { sha: string; at: string }[];
+  hashKey: string;
+  epoch?: number;
+  approvedBy?: string;
+  destroy?: true;
+  /** The holder of the expired lock this run took over. */
+  lockPreempted?: string;
+  /** On a branch scope whose resources a pull request took over: that scope. */
+  supersededBy?: string;
+  /** The scope this run inherited from. */
+  predecessor?: string;
+  [field: string]: unknown;
+}
+
+/** What `lease.check` found. */
+export interface CheckResult {
+  /** own: in this scope's ledger; inherited: from the predecessor; foreign: another scope's; none: nobody's. */
+  relation: 'own' | 'inherited' | 'foreign' | 'none';
+  /** The scope that owns a foreign resource. */
+  owner?: string;
+  /** For own and inherited: how it is in the ledger. */
+  createdBy?: CreatedBy;
+  /** Whether this check recorded the foreign resource as adopted (relied on, not owned). */
+  adopted: boolean;
+}
+
+/** What `lease.finish` resolves with. */
+export interface FinishResult {
+  /** `complete` only for a succeeded run (and, for a destroy, one that left nothing owned). */
+  status: 'complete' | 'failed';
+  /** Intents left over (a destroy reports them as INTENT_UNRESOLVED). */
+  unresolved: ResourceRef[];
+  /** The final receipt, as stored. */
+  receipt: Receipt;
+  /** How many resources the predecessor handed over to this scope. */
+  handedOver: number;
+  /** Warnings of the finish (a busy predecessor, a handover that failed: retried by the next run). */
+  warnings: string[];
 }
 
 /** What `release()` resolves with. */
@@ -312,6 +495,10 @@ export interface LeaseRelease {
  * A held lease. Renewals run in the background, as the core's lease machine schedules them (one store
  * transaction at a time, the next one a renewal period after the previous settled). Its timers are unref'd:
  * a held lease never keeps Node alive by itself.
+ *
+ * A lease acquired with `context` (or `ownership: true`) carries a run: its receipt was started when the
+ * lease was acquired, and `intend`, `record`, `forget`, `check` and `finish` write to it, fenced by the
+ * lease's epoch. On a plain lease they reject with USAGE.
  */
 export interface Lease {
   readonly env: string;
@@ -344,6 +531,30 @@ export interface Lease {
    * Never rejects; idempotent (the same promise every time). Keeps Node alive until it is over.
    */
   release(): Promise<LeaseRelease>;
+  /** The run's context, or null for a plain lease. */
+  readonly context: RecordedContext | null;
+  /** The scope this run inherits from (a pull request's head branch scope), or null. */
+  readonly predecessor: string | null;
+  /** The run's receipt as it last wrote it, or null for a plain lease. */
+  readonly receipt: Receipt | null;
+  /** Records a write-ahead intent before creating `resource` (a fenced checkpoint): a crash leaves it for the next run to claim or re-create. */
+  intend(resource: Resource): Promise<void>;
+  /** Records that `resource` exists with provider id `id` and this scope owns it (an intent becomes owned). */
+  record(resource: Resource, id: string): Promise<void>;
+  /** Removes `resource` from the ledger (deleted, or never created); `forgotten` says whether it was there. */
+  forget(resource: Resource): Promise<{ forgotten: boolean }>;
+  /**
+   * May this run create or change (`change: true`) the resource, or rely on it? Rejects with
+   * OWNED_BY_OTHER_SCOPE (`details.owner`) when another scope of the environment owns it and `change`;
+   * relying on a foreign resource records it as `adopted` (destroy only forgets it).
+   */
+  check(resource: Resource, options?: { change?: boolean }): Promise<CheckResult>;
+  /**
+   * Writes the run's final receipt; after a complete run with a predecessor, hands its resources over
+   * (a busy predecessor is a warning, retried by the next run). The lease stays held until `release()`;
+   * calling it again resolves the same. `withLease` calls it for you.
+   */
+  finish(status: 'complete' | 'failed'): Promise<FinishResult>;
 }
 
 /**
@@ -352,6 +563,12 @@ export interface Lease {
  * or USAGE for bad options. While somebody awaits it, its wait keeps Node alive; a call nobody awaits does not.
  */
 export declare function acquireLease(store: TransactionalStore, options: LeaseOptions): Promise<Lease>;
+/**
+ * Acquires a lease that carries a run. Checks the approval first (ENV_NOT_APPROVED, nothing locked), then
+ * acquires and starts the run's receipt (inheriting from the predecessor: the warning lands in
+ * `lease.warnings`). Rejects, with the lock released, when the run cannot start (RECEIPT_CORRUPT, ...).
+ */
+export declare function acquireLease(store: OwnershipStore, options: RunLeaseOptions): Promise<Lease>;
 
 /**
  * Runs `fn` under a lease: acquires it (as `acquireLease`), awaits `fn(lease)`, always releases, and
@@ -359,3 +576,90 @@ export declare function acquireLease(store: TransactionalStore, options: LeaseOp
  * meanwhile, with that LOCK_LOST even though `fn` succeeded.
  */
 export declare function withLease<T>(store: TransactionalStore, options: LeaseOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<T>;
+/**
+ * `withLease` for a run: finishes it `complete` when `fn` resolves (then hands over from the predecessor)
+ * and `failed` when it throws, before releasing; a finish that cannot land (LOCK_LOST) rejects.
+ */
+export declare function withLease<T>(store: OwnershipStore, options: RunLeaseOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<T>;
+
+/** How to destroy a scope: its run context (env and scope come from it), the approver, lease timing. */
+export type DestroyOptions = LeaseTiming & {
+  context: RunContext;
+  env?: string;
+  scope?: string;
+  approvedBy?: string;
+  ownership?: true;
+};
+
+/** What `destroy` resolves with. */
+export interface DestroyResult {
+  /** `complete` when nothing the scope owns is left. */
+  status: 'complete' | 'failed';
+  /** Always empty when it resolves: leftover intents reject with INTENT_UNRESOLVED. */
+  unresolved: ResourceRef[];
+  /** The destroy receipt, as stored. */
+  receipt: Receipt;
+  warnings: string[];
+}
+
+/**
+ * Destroys what the scope of `options.context` owns: approval (ENV_NOT_APPROVED before any lock), the
+ * scope's lease (holder `destroy-<8 hex>`), then `fn(resources, lease)` with what to delete, newest first
+ * (owned resources and intents; adopted ones are only forgotten). `fn` deletes each one that exists and
+ * calls `lease.forget(resource)` for it. Rejects with what `fn` threw, or with INTENT_UNRESOLVED (after
+ * the receipt landed) when intents were left: nothing is deleted on a guess.
+ */
+export declare function destroy(
+  store: OwnershipStore,
+  options: DestroyOptions,
+  fn: (resources: ResourceRef[], lease: Lease) => unknown,
+): Promise<DestroyResult>;
+
+/** A parent-object lease: lease timing, and the run's secret values (an identity containing one is refused). */
+export interface ObjectLeaseOptions extends LeaseTiming {
+  secrets?: readonly string[];
+}
+
+/**
+ * A lease on a shared provider object (a list of callback URLs, an allow list, ...) across every scope and
+ * environment: cell `_locks/<first 32 hex of sha256(identity)>`, labelled `parent object <identity>`.
+ * LOCK_HELD names the object in its message and `details.parent`. USAGE for an identity that is blank or
+ * contains a secret.
+ */
+export declare function acquireObjectLease(store: TransactionalStore, identity: string, options?: ObjectLeaseOptions): Promise<Lease>;
+
+/** `withLease` on a parent object: acquires it (as acquireObjectLease), awaits `fn(lease)`, always releases. */
+export declare function withObjectLease<T>(
+  store: TransactionalStore,
+  identity: string,
+  options: ObjectLeaseOptions,
+  fn: (lease: Lease) => T | PromiseLike<T>,
+): Promise<T>;
+
+/** A scope's state as `scopeStatus` reports it. */
+export interface ScopeStatus {
+  lock: (Lock & { expired: boolean }) | null;
+  /** `live` means a run is active (with a warning). */
+  lockState: 'none' | 'expired' | 'live';
+  receipt: {
+    runId: string;
+    status: string;
+    finishedAt: string;
+    epoch: number | null;
+    supersededBy: string | null;
+    inProgress: boolean | null;
+  } | null;
+  /** What the scope owns (and relies on: `createdBy: adopted`). */
+  owns: ResourceRef[];
+  /** Inherited entries whose handover is still pending. */
+  inherited: ResourceRef[];
+  predecessor: string | null;
+  /** Whether the predecessor still lists resources this scope inherits. */
+  handoverPending: boolean;
+  /** How many resources of the environment belong to other scopes. */
+  foreignCount: number;
+  warnings: string[];
+}
+
+/** The lock, ownership and inheritance of the scope of `context` (read-only: no mutex, nothing created). */
+export declare function scopeStatus(store: OwnershipStore, context: RunContext): Promise<ScopeStatus>;

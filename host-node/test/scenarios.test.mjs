@@ -14,8 +14,22 @@ const wasm = createRequire(import.meta.url)('../pkg/baton_node.js');
 const corpus = fileURLToPath(new URL('../../tests/scenarios/', import.meta.url));
 const files = readdirSync(corpus).filter((f) => f.endsWith('.json')).sort();
 
-/** Whether `op` works on a cell (`lock-*`, `fence-check`), so the runner supplies the current one. */
-const takesCell = (op) => op.startsWith('lock-') || op === 'fence-check';
+/** The other ops whose request takes a cell (`succession`, `parent-cell`, `approval`, `receipt-parse`, `scope-names` take none). */
+const CELL_OPS = [
+  'fenced-write',
+  'run-begin',
+  'run-finish',
+  'ledger-intend',
+  'ledger-record',
+  'ledger-forget',
+  'ledger-check',
+  'handover',
+  'destroy-plan',
+  'scope-status',
+];
+
+/** Whether `op` works on a cell (`lock-*`, `fence-check`, CELL_OPS), so the runner supplies the current one. */
+const takesCell = (op) => op.startsWith('lock-') || op === 'fence-check' || CELL_OPS.includes(op);
 
 /** Subset match of the README: objects by named keys, arrays by length and element, scalars by equality. */
 function match(actual, expected, where = '$') {

@@ -2,6 +2,10 @@
 import {
   BatonError,
   acquireLease,
+  acquireObjectLease,
+  destroy,
+  scopeStatus,
+  withObjectLease,
   withLease,
   detectContext,
   errorCodes,
@@ -22,6 +26,20 @@ import {
   type LockView,
   type Release,
   type Store,
+  type CheckResult,
+  type CreatedBy,
+  type DestroyResult,
+  type FinishResult,
+  type LedgerEntry,
+  type ListedScope,
+  type OwnershipStore,
+  type Receipt,
+  type RecordedContext,
+  type Resource,
+  type ResourceRef,
+  type RunContext,
+  type RunLeaseOptions,
+  type ScopeStatus,
 } from 'baton-lease';
 
 const scope: string = scopeFor('feat/x');
@@ -159,6 +177,83 @@ async function lease(store: Store): Promise<void> {
   await store.transact({ env: 'preview', scope: 'pr-1' }, 'render', {});
 }
 
+async function ownership(store: Store): Promise<void> {
+  const context: Context = detectContext();
+  const run: RunContext = context;
+  const listed: ListedScope[] = await store.list('preview');
+  const text: string | null = listed[0].text;
+  const db: Resource = { adapter: 'neon', key: 'db', provider: { project: 'p' }, op: 'branch', label: 'db', parent: 'neon:p' };
+
+  const lease: Lease = await acquireLease(store, { context, approvedBy: 'alice', wait: true, onWarning: () => {} });
+  const recorded: RecordedContext | null = lease.context;
+  const predecessor: string | null = lease.predecessor;
+  const receipt: Receipt | null = lease.receipt;
+  const entries: LedgerEntry[] = receipt ? receipt.ledger : [];
+  const inheritedFrom: string | undefined = entries[0]?.inheritedFrom;
+  await lease.intend(db);
+  await lease.record(db, 'br_1');
+  const forgotten: boolean = (await lease.forget(db)).forgotten;
+  const checked: CheckResult = await lease.check(db, { change: true });
+  const relation: 'own' | 'inherited' | 'foreign' | 'none' = checked.relation;
+  const owner: string | undefined = checked.owner;
+  await lease.check(db);
+  const finished: FinishResult = await lease.finish('complete');
+  const status: 'complete' | 'failed' = finished.status;
+  const handed: number = finished.handedOver;
+  const unresolved: ResourceRef[] = finished.unresolved;
+  await lease.release();
+  void [run, text, recorded, predecessor, inheritedFrom, forgotten, relation, owner, status, handed, unresolved];
+
+  const options: RunLeaseOptions = { env: 'preview', scope: 'pr-1', ownership: true };
+  await acquireLease(store, options);
+  const n: number = await withLease(store, { context: run, holder: 'run-x' }, async (l) => {
+    await l.record({ adapter: 'vercel', key: 'API_URL' }, 'env_1');
+    return l.epoch;
+  });
+
+  const result: DestroyResult = await destroy(store, { context, approvedBy: 'bob', wait: true }, async (resources, l) => {
+    for (const r of resources) {
+      const by: CreatedBy = r.createdBy;
+      const id: string = r.id;
+      void [by, id];
+      await l.forget(r);
+    }
+  });
+  const destroyed: 'complete' | 'failed' = result.status;
+
+  const objectLease: Lease = await acquireObjectLease(store, 'auth0:tenant:client:abc', { secrets: ['s3cret'], wait: true });
+  await objectLease.release();
+  await acquireObjectLease(store, 'fake:list:x');
+  const items: string[] = await withObjectLease(store, 'fake:list:x', { holder: 'run-x' }, async () => ['a']);
+
+  const st: ScopeStatus = await scopeStatus(store, { env: 'preview', scope: 'pr-1', branch: 'x', pr: 1 });
+  const state: 'none' | 'expired' | 'live' = st.lockState;
+  const owns: ResourceRef[] = st.owns;
+  const pending: boolean = st.handoverPending;
+  void [n, destroyed, items, state, owns, pending];
+
+  // A wrapper with list is an ownership store; one without it carries plain leases only.
+  const wrapped: OwnershipStore = { transact: store.transact.bind(store), list: (env) => store.list(env) };
+  await acquireLease(wrapped, { context });
+  const bare: TransactionalStore = { transact: store.transact.bind(store) };
+  // @ts-expect-error a run needs a store that can list scopes
+  await acquireLease(bare, { context });
+  // @ts-expect-error destroy needs the context
+  await destroy(store, { env: 'preview', scope: 'pr-1' }, async () => {});
+  // @ts-expect-error approvedBy is recorded in a run's receipt: not for a plain lease
+  await acquireLease(store, { env: 'preview', scope: 'pr-1', approvedBy: 'alice' });
+  // @ts-expect-error the finish status is complete or failed
+  await lease.finish('done');
+  // @ts-expect-error record needs the provider id
+  await lease.record(db);
+  // @ts-expect-error a resource needs a key
+  await lease.intend({ adapter: 'neon' });
+  // @ts-expect-error an object lease is not on a scope
+  await acquireObjectLease(store, 'x', { scope: 'pr-1' });
+  // @ts-expect-error the receipt is read-only
+  lease.receipt = null;
+}
+
 // @ts-expect-error pr is a number or null, not a string
 scopeFor('main', '7');
 // @ts-expect-error not a core operation
@@ -166,4 +261,4 @@ invoke('no-such-op', '{}');
 // @ts-expect-error detectContext is synchronous
 detectContext().then(() => {});
 
-void [scope, pr, sha, codes, exit, standing, answer, use, lease];
+void [scope, pr, sha, codes, exit, standing, answer, use, lease, ownership];
