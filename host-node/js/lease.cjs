@@ -590,7 +590,7 @@ class Lease {
       if (error.code === 'LOCK_HELD') {
         return { moved: 0, warning: `Scope \`${predecessor}\` is busy; its resources will be handed over to \`${this.scope}\` on the next run.` };
       }
-      return { moved: 0, warning: `Could not lock scope \`${predecessor}\` to hand its resources over to \`${this.scope}\` (${error.code}: ${error.message}); the next run will try again.` };
+      return { moved: 0, warning: `Could not hand over the resources of scope \`${predecessor}\`: ${error.message}` };
     }
     try {
       const answer = await this.#store.transact(cell, 'handover', {
@@ -602,7 +602,7 @@ class Lease {
       return { moved: answer.moved ?? 0, warning: null };
     } catch (e) {
       const error = asBatonError(e, 'the store failed');
-      return { moved: 0, warning: `The handover of scope \`${predecessor}\` to \`${this.scope}\` failed (${error.code}: ${error.message}); the next run will try again.` };
+      return { moved: 0, warning: `Could not hand over the resources of scope \`${predecessor}\`: ${error.message}` };
     } finally {
       await Promise.resolve()
         .then(() => this.#store.transact(cell, 'lock-release', { holder, epoch }))
