@@ -728,3 +728,29 @@ test("a run that cannot start (its scope's receipt is corrupt) releases the lock
     assert.deepEqual(await lease.check(db, { change: true }), { relation: 'none', adopted: false });
   });
 });
+
+test('a handover that fails is a warning: the run stays complete and the next run tries again', async () => {
+  const { store, dir, receipt } = fresh();
+  const bCtx = ctx('branch-feat-y', 'feat/y');
+  const pCtx = ctx('pr-12', 'feat/y', 12);
+  await withLease(store, { context: bCtx, ...quiet }, (lease) => lease.record(db, 'br_y'));
+  // The predecessor's lock cannot be read (LOCK_CORRUPT): the handover cannot take it.
+  writeFileSync(path.join(dir('branch-feat-y'), 'lock.json'), '{"holder": ');
+  const seen = collector();
+  const lease = await acquireLease(store, { context: pCtx, ...seen });
+  const finished = await lease.finish('complete');
+  await lease.release();
+  assert.equal(finished.status, 'complete');
+  assert.equal(finished.handedOver, 0);
+  assert.equal(finished.warnings.length, 1);
+  assert.match(finished.warnings[0], /^Could not hand over the resources of scope `branch-feat-y`: The lock of preview\/branch-feat-y/);
+  assert.ok(seen.warnings.includes(finished.warnings[0]));
+  assert.equal(receipt('pr-12').status, 'complete');
+  assert.equal(receipt('branch-feat-y').ledger.length, 1, 'nothing handed over');
+
+  // Repaired (an expired lock now): the next PR run hands over.
+  writeFileSync(path.join(dir('branch-feat-y'), 'lock.json'), JSON.stringify({ holder: 'x', expiresAt: new Date(0).toISOString() }));
+  await withLease(store, { context: pCtx, ...quiet }, async () => {});
+  assert.equal(receipt('branch-feat-y').supersededBy, 'pr-12');
+  assert.deepEqual(receipt('branch-feat-y').ledger, []);
+});
