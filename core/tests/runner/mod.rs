@@ -47,9 +47,25 @@ pub(crate) struct Outcome {
     pub(crate) failures: Vec<String>,
 }
 
-/// Ops whose request takes the current cell (the lease-* steps never do).
+/// The ownership ops whose request takes a cell (`succession`, `parent-cell`, `approval`, `receipt-parse`
+/// and `scope-names` take none).
+const CELL_OPS: [&str; 10] = [
+    "fenced-write",
+    "run-begin",
+    "run-finish",
+    "ledger-intend",
+    "ledger-record",
+    "ledger-forget",
+    "ledger-check",
+    "handover",
+    "destroy-plan",
+    "scope-status",
+];
+
+/// Ops whose request takes the current cell: `lock-*`, `fence-check` and [`CELL_OPS`] (the lease-* steps
+/// never do).
 fn takes_cell(op: &str) -> bool {
-    op.starts_with("lock-") || op == "fence-check"
+    op.starts_with("lock-") || op == "fence-check" || CELL_OPS.contains(&op)
 }
 
 /// Runs the scenario `doc` of `file`. `invoke(op, request)` answers the JSON text or the error code.
