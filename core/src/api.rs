@@ -64,12 +64,21 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             let names: Vec<Option<String>> = r
                 .dirs
                 .iter()
-                .map(|d| crate::names::decode_segment(d).filter(|n| crate::scope::validate_name("scope", n).is_ok()))
+                .map(|d| {
+                    // Only what an encoding (dir or git ref) produces: `.tmp` or `=41` are not scope directories.
+                    crate::names::decode_segment(d).filter(|n| {
+                        crate::scope::validate_name("scope", n).is_ok()
+                            && (crate::names::path_segment(n) == *d || crate::names::ref_segment(n) == *d)
+                    })
+                })
                 .collect();
             Ok(json!({ "scopes": names }))
         }),
         "detect-context" => run(op, input, |r: ContextInput| detect(&r)),
-        "lock-acquire" => run(op, input, |r: AcquireRequest| lock::acquire(&r.cell, &r.holder, r.ttl_ms, r.now_ms)),
+        "lock-acquire" => run(op, input, |r: AcquireRequest| {
+            let cell = Cell { label: r.label.or(r.cell.label.clone()), ..r.cell };
+            lock::acquire(&cell, &r.holder, r.ttl_ms, r.now_ms)
+        }),
         "lock-renew" => run(op, input, |r: RenewRequest| lock::renew(&r.cell, &r.holder, r.epoch, r.ttl_ms, r.now_ms)),
         "lock-release" => run(op, input, |r: ReleaseRequest| Ok(lock::release(&r.cell, &r.holder, r.epoch))),
         "lock-read" => run(op, input, |r: ReadRequest| Ok(json!({ "lock": lock::read(&r.cell, r.now_ms)? }))),
@@ -256,6 +265,9 @@ struct AcquireRequest {
     holder: String,
     ttl_ms: u64,
     now_ms: UnixMs,
+    /// How a refusal names the lock (`parent object <identity>`); default `env/scope`.
+    #[serde(default)]
+    label: Option<String>,
 }
 
 /// `lock-renew`: `{cell, holder, epoch, ttlMs, nowMs}` -> `{changes, lock, preempted: null}`.

@@ -26,12 +26,15 @@ pub struct Cell {
     /// lossily converted; it then fails to parse and is reported as corrupt.
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// How messages name the cell instead of `env/scope` (e.g. `parent object <identity>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 impl Cell {
     /// `env/scope`, as messages name the cell.
     pub fn label(&self) -> String {
-        format!("{}/{}", self.env, self.scope)
+        self.label.clone().unwrap_or_else(|| format!("{}/{}", self.env, self.scope))
     }
 
     /// Applies a change set to this snapshot, as a store commits it (fakes, simulations, tests).

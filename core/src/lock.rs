@@ -165,10 +165,14 @@ fn next_epoch(cell: &Cell, last: u64) -> Result<u64, CoreError> {
     })
 }
 
-/// Checks a holder name: non-empty, at most 200 characters, no control characters.
+/// Checks a holder name: 1-200 characters from `[A-Za-z0-9._@:+-]`, not starting with a dot. A holder is
+/// also the run id that names the run's receipt file, so it must be a plain file name.
 pub fn validate_holder(holder: &str) -> Result<(), CoreError> {
-    if holder.trim().is_empty() || holder.len() > 200 || holder.chars().any(char::is_control) {
-        return Err(CoreError::usage(format!("holder {holder:?} is not valid: use 1-200 printable characters")));
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | ':' | '+');
+    if holder.is_empty() || holder.len() > 200 || holder.starts_with('.') || !holder.chars().all(plain) {
+        return Err(CoreError::usage(format!(
+            "holder {holder:?} is not valid: use 1-200 characters from A-Z a-z 0-9 . _ - @ : + (it also names the run's receipt file)"
+        )));
     }
     Ok(())
 }
@@ -330,13 +334,13 @@ pub fn validate_data_file(file: &str) -> Result<(), CoreError> {
     let plain = !file.is_empty()
         && file.len() <= 100
         && !file.starts_with('.')
-        && file.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        && file.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | ':' | '+'));
     let reserved = [LOCK_FILE, EPOCH_FILE, "latest.json", "lock.mutex"].contains(&file)
         || file.ends_with(".tmp")
         || file.ends_with(".tomb");
     if !plain || reserved {
         return Err(CoreError::usage(format!(
-            "`{file}` cannot be written: use 1-100 characters from A-Z a-z 0-9 . _ -, not starting with a dot, and not one of baton's own files (lock.json, epoch.json, latest.json, lock.mutex, *.tmp, *.tomb)"
+            "`{file}` cannot be written: use 1-100 characters from A-Z a-z 0-9 . _ - @ : +, not starting with a dot, and not one of baton's own files (lock.json, epoch.json, latest.json, lock.mutex, *.tmp, *.tomb)"
         )));
     }
     Ok(())

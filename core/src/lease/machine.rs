@@ -264,7 +264,13 @@ impl LeaseMachine {
         self.in_flight = Some((id, kind));
         let holder = self.cfg.holder.clone();
         let (op, request) = match (kind, &self.state) {
-            (Kind::Acquire { .. }, _) => ("lock-acquire", json!({ "holder": holder, "ttlMs": self.timing.ttl })),
+            (Kind::Acquire { .. }, _) => {
+                let mut request = json!({ "holder": holder, "ttlMs": self.timing.ttl });
+                if let Some(label) = &self.cfg.label {
+                    request["label"] = json!(label);
+                }
+                ("lock-acquire", request)
+            }
             (Kind::Renew { .. }, State::Held(h)) => {
                 ("lock-renew", json!({ "holder": holder, "epoch": h.epoch, "ttlMs": self.timing.ttl }))
             }

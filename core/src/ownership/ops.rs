@@ -9,6 +9,7 @@ use crate::receipt::{CreatedBy, LedgerEntry, RECEIPT_VERSION, Receipt, ResourceR
 use crate::time::{UnixMs, format_iso};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 
 /// A resource as a command names it: adapter, key and (optional) provider block.
 #[derive(Clone, Debug, Deserialize)]
@@ -139,6 +140,10 @@ fn new_run_receipt(cell: &Cell, run_id: &str, epoch: u64, now: UnixMs, previous:
     let key = previous.map(|p| p.str("hashKey").to_owned()).unwrap_or_default();
     doc.insert("hashKey".into(), json!(key));
     doc.insert("epoch".into(), json!(epoch));
+    // Who took this scope's resources over stays on record across later runs of the scope.
+    if let Some(s) = previous.and_then(|p| p.doc.get("supersededBy")) {
+        doc.insert("supersededBy".into(), s.clone());
+    }
     Receipt { doc, ledger: previous.map(|p| p.ledger.clone()).unwrap_or_default() }
 }
 
@@ -195,9 +200,10 @@ pub fn run_begin(
         && !destroy
         && let Some(pr) = pred.receipt()
     {
+        let mut known: BTreeSet<String> = r.ledger.iter().map(LedgerEntry::identity).collect();
         for entry in pr.ledger {
-            if r.position(&entry.identity()).is_none() {
-                let mut e = entry.clone();
+            if known.insert(entry.identity()) {
+                let mut e = entry;
                 e.hash = String::new();
                 e.extra.insert("inheritedFrom".into(), json!(pred.scope));
                 r.ledger.push(e);
@@ -291,14 +297,17 @@ pub fn check(
     res.validate()?;
     let identity = res.identity();
     let own = read_receipt(cell)?;
+    let recorded = own.as_ref().map(|r| r.str("predecessor").to_owned()).filter(|p| !p.is_empty());
+    let predecessor = predecessor.or(recorded.as_deref());
     if let Some(e) = own.as_ref().and_then(|r| r.position(&identity).map(|i| &r.ledger[i])) {
-        let relation = if e.extra.contains_key("inheritedFrom") { "inherited" } else { "own" };
+        let inherited =
+            e.extra.contains_key("inheritedFrom") && pending_handover(predecessor, others).contains(&identity);
+        let relation = if inherited { "inherited" } else { "own" };
         if !(change && e.created_by() == CreatedBy::Adopted) {
             return Ok(json!({ "relation": relation, "createdBy": e.created_by().as_str(), "changes": [] }));
         }
     }
-    let recorded = own.as_ref().map(|r| r.str("predecessor").to_owned()).filter(|p| !p.is_empty());
-    let foreign = foreign_map(&cell.scope, predecessor.or(recorded.as_deref()), others);
+    let foreign = foreign_map(&cell.scope, predecessor, others);
     let Some(owner) = foreign.get(&identity) else {
         return Ok(json!({ "relation": "none", "changes": [] }));
     };
@@ -371,7 +380,7 @@ pub fn handover(
     successor_ledger: &[EntryOrIdentity],
 ) -> Result<Written, CoreError> {
     check_fence(cell, holder, epoch)?;
-    let successor_ledger: Vec<String> = successor_ledger.iter().map(EntryOrIdentity::identity).collect();
+    let successor_ledger: BTreeSet<String> = successor_ledger.iter().map(EntryOrIdentity::identity).collect();
     let Some(mut r) = read_receipt(cell)? else {
         return written_nothing("moved");
     };
@@ -382,6 +391,7 @@ pub fn handover(
         return written_nothing("moved");
     }
     r.set("runId", holder);
+    r.set("epoch", epoch);
     r.set("finishedAt", format_iso(now));
     r.set("supersededBy", successor);
     let mut facts = Map::new();
@@ -435,11 +445,7 @@ pub fn status(cell: &Cell, now: UnixMs, others: &[OtherScope], predecessor: Opti
     let receipt = read_receipt(cell)?;
     let ledger = receipt.as_ref().map(|r| r.ledger.clone()).unwrap_or_default();
     // Inherited = still listed by the predecessor (the handover is pending); after the handover it is owned.
-    let pending: Vec<String> = predecessor
-        .and_then(|p| others.iter().find(|o| o.scope == p))
-        .and_then(OtherScope::receipt)
-        .map(|r| r.ledger.iter().map(LedgerEntry::identity).collect())
-        .unwrap_or_default();
+    let pending = pending_handover(predecessor, others);
     let (inherited, own): (Vec<&LedgerEntry>, Vec<&LedgerEntry>) =
         ledger.iter().partition(|e| e.extra.contains_key("inheritedFrom") && pending.contains(&e.identity()));
     let refs = |v: &[&LedgerEntry]| v.iter().map(|e| e.to_ref()).collect::<Vec<_>>();
@@ -471,6 +477,15 @@ pub fn status(cell: &Cell, now: UnixMs, others: &[OtherScope], predecessor: Opti
         "foreignCount": foreign_map(&cell.scope, predecessor, others).len(),
         "warnings": warnings,
     }))
+}
+
+/// The identities the predecessor still lists: inherited entries whose handover is pending.
+fn pending_handover(predecessor: Option<&str>, others: &[OtherScope]) -> BTreeSet<String> {
+    predecessor
+        .and_then(|p| others.iter().find(|o| o.scope == p))
+        .and_then(OtherScope::receipt)
+        .map(|r| r.ledger.iter().map(LedgerEntry::identity).collect())
+        .unwrap_or_default()
 }
 
 /// `approval`: a run writing to `production` needs a named approver (trimmed, non-blank), refused with

@@ -56,7 +56,7 @@ pub fn parent_cell(identity: &str, secrets: &[String]) -> Result<(String, String
     if identity.trim().is_empty() {
         return Err(CoreError::usage("a parent object needs a non-empty identity, e.g. auth0:tenant:client:abc"));
     }
-    if secrets.iter().any(|s| s.len() >= 4 && identity.contains(s.as_str())) {
+    if secrets.iter().any(|s| s.chars().count() >= 4 && identity.contains(s.as_str())) {
         return Err(CoreError::usage(
             "the parent-object identity contains a secret value; an identity is written to locks and receipts, so it must name the object, not carry a credential",
         ));

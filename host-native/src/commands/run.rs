@@ -238,15 +238,17 @@ impl Run {
         let ctx = self.t.context.clone();
         let succession = json!({ "scope": ctx["scope"], "branch": ctx["branch"], "pr": ctx["pr"] });
         let pred = self.driver.core().invoke("succession", &succession)?["predecessor"].as_str().map(str::to_owned);
-        let predecessor = match &pred {
+        // Only a predecessor with a receipt takes part: no lock or directory is made for a branch that never ran.
+        let pred_text = match &pred {
             Some(p) if self.job.mode == Mode::Run => {
-                let text = self.t.store.read(self.driver.core(), &self.t.env, p, |_, cell, _| {
+                self.t.store.read(self.driver.core(), &self.t.env, p, |_, cell, _| {
                     Ok(cell["files"]["latest.json"].as_str().map(str::to_owned))
-                })?;
-                json!({ "scope": p, "text": text })
+                })?
             }
-            _ => Value::Null,
+            _ => None,
         };
+        let pred = pred.filter(|_| pred_text.is_some());
+        let predecessor = pred.as_ref().map_or(Value::Null, |p| json!({ "scope": p, "text": pred_text }));
         let request = json!({
             "holder": self.holder,
             "epoch": epoch,
