@@ -52,4 +52,39 @@ const properLockfileMs = await perAsync(101, async () => {
   await release();
 });
 rmSync(dir, { recursive: true, force: true });
-console.log(JSON.stringify({ scopeForUs, acquireUs, leaseCycleMs, properLockfileMs }));
+
+// Ownership at scale: the same requests as host-native/examples/bench_ownership.rs.
+function receipt(scope, n) {
+  const ledger = [];
+  for (let i = 0; i < n; i++) {
+    ledger.push({ adapter: 'vercel', op: 'env', provider: { team: 'web' }, key: `${scope}/var-${i}`, id: `id-${i}`, hash: '', createdBy: 'baton', line: '' });
+  }
+  return JSON.stringify({ version: 2, runId: 'run-1', environment: 'preview', scope, status: 'complete', startedAt: '', finishedAt: '',
+    plan: { hash: '' }, ctx: null, lines: {}, ledger, history: [], hashKey: '' });
+}
+const ownership = {};
+for (const total of [25000, 50000, 100000]) {
+  const per = total / 1000;
+  const others = [];
+  for (let i = 0; i < 1000; i++) others.push({ scope: `pr-${i}`, text: receipt(`pr-${i}`, per) });
+  const lock = JSON.stringify({ holder: 'run-x', acquiredAt: '2026-10-10T12:00:00.000Z', expiresAt: '2999-01-01T00:00:00.000Z', epoch: 1 });
+  const own = { env: 'preview', scope: 'pr-x', files: { 'lock.json': lock } };
+  const predText = receipt('branch-big', total);
+  const predCell = { env: 'preview', scope: 'branch-big', files: { 'lock.json': lock, 'latest.json': predText } };
+  const calls = {
+    inherit: ['run-begin', { cell: own, holder: 'run-x', epoch: 1, nowMs: 0, context: { env: 'preview', scope: 'pr-x' }, predecessor: { scope: 'branch-big', text: predText } }],
+    handover: ['handover', { cell: predCell, holder: 'run-x', epoch: 1, nowMs: 0, successor: 'pr-x', successorLedger: JSON.parse(predText).ledger }],
+    'foreign map': ['ledger-check', { cell: own, nowMs: 0, resource: { adapter: 'vercel', key: 'pr-999/var-0', provider: { team: 'web' } }, others }],
+  };
+  for (const [name, [op, request]] of Object.entries(calls)) {
+    const text = JSON.stringify(request);
+    const samples = [];
+    for (let r = 0; r < 5; r++) {
+      const t = process.hrtime.bigint();
+      baton.invoke(op, text);
+      samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+    }
+    ownership[`${name}@${total}`] = samples.sort((a, b) => a - b)[2];
+  }
+}
+console.log(JSON.stringify({ scopeForUs, acquireUs, leaseCycleMs, properLockfileMs, ownership }));
