@@ -153,6 +153,18 @@ impl Guest for Component {
     fn receipt_parse(request: String) -> Result<String, Error> {
         call("receipt-parse", request)
     }
+    fn git_push_outcome(request: String) -> Result<String, Error> {
+        call("git-push-outcome", request)
+    }
+    fn git_retry(request: String) -> Result<String, Error> {
+        call("git-retry", request)
+    }
+    fn git_readme(request: String) -> Result<String, Error> {
+        call("git-readme", request)
+    }
+    fn redact(request: String) -> Result<String, Error> {
+        call("redact", request)
+    }
     fn render(request: String) -> Result<String, Error> {
         call("render", request)
     }

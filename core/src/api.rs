@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 28] = [
+pub const OPS: [&str; 32] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -44,6 +44,10 @@ pub const OPS: [&str; 28] = [
     "destroy-plan",
     "scope-status",
     "receipt-parse",
+    "git-push-outcome",
+    "git-retry",
+    "git-readme",
+    "redact",
     "render",
     "error-codes",
     "cell-files",
@@ -142,6 +146,28 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             let receipt = crate::receipt::parse_receipt(&r.text, &r.place)?;
             Ok(json!({ "receipt": receipt.to_value() }))
         }),
+        "git-push-outcome" => run(op, input, |r: PushOutcomeRequest| {
+            let (outcome, detail) = crate::gitstore::classify_push(r.exit_code, &r.stderr);
+            Ok(json!({ "outcome": outcome, "detail": crate::gitstore::redact(&detail) }))
+        }),
+        "git-retry" => run(op, input, |r: RetryRequest| {
+            crate::gitstore::retry(
+                &r.what,
+                &r.reference,
+                &r.remote,
+                r.outcome,
+                &r.detail,
+                r.attempts,
+                r.rejections,
+                r.elapsed_ms,
+                r.budget_ms,
+                r.random,
+            )
+        }),
+        "git-readme" => {
+            run(op, input, |r: ReadmeRequest| Ok(json!({ "text": crate::gitstore::readme(r.parent_object) })))
+        }
+        "redact" => run(op, input, |r: RedactRequest| Ok(json!({ "text": crate::gitstore::redact(&r.text) }))),
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
         "cell-files" => Ok(to_json(&STATE_FILES)),
@@ -199,9 +225,15 @@ struct ScopeForRequest {
     default_branch: Option<String>,
 }
 
-/// `store-spec`: `{spec?, repoRoot?, cwd}` -> `{kind: "dir", path, source}`: which store a command uses.
-/// `spec` is `--store` or `BATON_STORE` (the host passes the first non-blank); without one the store is the
-/// embedded default, `.baton` at the repository root, or in `cwd` outside a repository.
+/// `store-spec`: `{spec?, repoRoot?, cwd, prefix?, budgetMs?, run?, ci?, origin?}` -> `{kind: "dir", path}` or
+/// `{kind: "git", remote, prefix, budgetMs}`, with `source` (`spec` or `default`) and a `notice` when a
+/// `baton run` outside CI (or without an `origin` remote) falls back to the embedded dir store.
+///
+/// `spec` is `--store` or else `BATON_STORE` (the first non-blank): `dir:<path>` or `git:<remote>`. Without
+/// one, `baton run` in CI (`ci`) in a repository with an `origin` remote uses `git:<origin>`; everything else
+/// uses `.baton` at the repository root (or in `cwd` outside a repository). `prefix` is `BATON_GIT_PREFIX`
+/// (default `baton-receipts`; `sponson-receipts` shares the original tool's store); `budgetMs` is
+/// `BATON_STORE_BUDGET_MS` as given (default 60000; anything but a positive integer is USAGE).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct StoreSpecRequest {
@@ -210,30 +242,61 @@ struct StoreSpecRequest {
     #[serde(default)]
     repo_root: Option<String>,
     cwd: String,
+    #[serde(default)]
+    prefix: Option<String>,
+    #[serde(default)]
+    budget_ms: Option<String>,
+    #[serde(default)]
+    run: bool,
+    #[serde(default)]
+    ci: bool,
+    #[serde(default)]
+    origin: Option<String>,
 }
 
 fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
-    let spec = r.spec.as_deref().map(str::trim).filter(|s| !s.is_empty());
-    let Some(spec) = spec else {
+    let nonblank = |v: &Option<String>| v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
+    let prefix = nonblank(&r.prefix).unwrap_or_else(|| crate::gitstore::DEFAULT_PREFIX.to_owned());
+    if prefix.split('/').any(|seg| crate::names::ref_segment(seg) != seg) {
+        return Err(CoreError::usage(format!(
+            "BATON_GIT_PREFIX `{prefix}` is not a valid ref prefix: use letters, digits, . _ - and /"
+        )));
+    }
+    let budget = match nonblank(&r.budget_ms) {
+        None => crate::gitstore::DEFAULT_BUDGET_MS,
+        Some(b) => b.parse::<u64>().ok().filter(|b| *b > 0).ok_or_else(|| {
+            CoreError::usage(format!("BATON_STORE_BUDGET_MS must be a positive number of milliseconds (got {b:?})"))
+        })?,
+    };
+    let git = |remote: &str, source: &str| json!({ "kind": "git", "remote": remote, "prefix": prefix, "budgetMs": budget, "source": source, "label": crate::gitstore::redact(remote) });
+    let Some(spec) = nonblank(&r.spec) else {
         let base = r.repo_root.as_deref().filter(|s| !s.is_empty()).unwrap_or(&r.cwd);
+        let path = format!("{}/.baton", base.trim_end_matches('/'));
+        if r.run
+            && r.ci
+            && let Some(origin) = nonblank(&r.origin)
+        {
+            return Ok(git(&origin, "default"));
+        }
+        let notice = r.run.then(|| {
+            format!("using the embedded store {path} (this machine only); pass --store git:<remote> or set BATON_STORE to share it")
+        });
         return Ok(
-            json!({ "kind": "dir", "path": format!("{}/.baton", base.trim_end_matches('/')), "source": "default" }),
+            json!({ "kind": "dir", "path": path, "source": "default", "label": format!("dir:{path}"), "notice": notice }),
         );
     };
     match spec.split_once(':') {
         Some(("dir", path)) if !path.trim().is_empty() => {
             let path = path.trim();
-            let path = if path.starts_with('/') {
-                path.to_owned()
-            } else {
-                format!("{}/{}", r.cwd.trim_end_matches('/'), path)
-            };
-            Ok(json!({ "kind": "dir", "path": path, "source": "spec" }))
+            let path = if path.starts_with('/') { path.to_owned() } else { format!("{}/{}", r.cwd.trim_end_matches('/'), path) };
+            Ok(json!({ "kind": "dir", "path": path, "source": "spec", "label": format!("dir:{path}") }))
         }
+        Some(("git", remote)) if !remote.trim().is_empty() => Ok(git(remote.trim(), "spec")),
         _ => Err(CoreError::usage(format!(
-            "unknown store `{spec}`: use dir:<path> (a directory on this machine, shared by every process that uses it)"
+            "unknown store `{}`: use dir:<path> (a directory on this machine) or git:<remote> (a git remote every runner can push to)",
+            crate::gitstore::redact(&spec)
         ))
-        .with("store", spec)),
+        .with("store", crate::gitstore::redact(&spec))),
     }
 }
 
@@ -354,6 +417,49 @@ struct ScopeNamesRequest {
 struct ReceiptParseRequest {
     text: String,
     place: String,
+}
+
+/// `git-push-outcome`: `{exitCode, stderr}` -> `{outcome: ok|race|permission|rejected|other, detail}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PushOutcomeRequest {
+    exit_code: i32,
+    stderr: String,
+}
+
+/// `git-retry`: `{what, ref, remote, outcome, detail, attempts, rejections, elapsedMs, budgetMs, random}` ->
+/// `{retry, delayMs}`, or `STORE_CONTENDED` / `STORE_REJECTED` / `STORE_PERMISSION` / `INTERNAL`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RetryRequest {
+    what: String,
+    #[serde(rename = "ref")]
+    reference: String,
+    remote: String,
+    outcome: crate::gitstore::PushOutcome,
+    #[serde(default)]
+    detail: String,
+    attempts: u32,
+    #[serde(default)]
+    rejections: u32,
+    elapsed_ms: u64,
+    budget_ms: u64,
+    random: f64,
+}
+
+/// `git-readme`: `{parentObject}` -> `{text}`: the README committed at the root of each cell ref.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReadmeRequest {
+    #[serde(default)]
+    parent_object: bool,
+}
+
+/// `redact`: `{text}` -> `{text}` without credentials embedded in URLs.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RedactRequest {
+    text: String,
 }
 
 /// `succession`: `{scope, branch?, pr?}` -> `{predecessor}` (`branch-<head>` for a PR scope, else null).

@@ -19,6 +19,7 @@ pub mod cell;
 pub mod context;
 pub mod envelope;
 pub mod error;
+pub mod gitstore;
 pub mod lease;
 pub mod lock;
 pub mod names;

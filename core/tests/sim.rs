@@ -37,6 +37,8 @@
 mod plan;
 #[path = "sim/rng.rs"]
 mod rng;
+#[path = "sim/succession.rs"]
+mod succession;
 #[path = "sim/world.rs"]
 mod world;
 
@@ -260,5 +262,162 @@ fn grace_period() {
     );
     if count >= 500 {
         assert!(c.graces > 0, "no grace period was exercised");
+    }
+}
+
+/// Runs the succession schedules `first..first + count` on every core, like `run_many`.
+fn run_many_succession(
+    first: u64,
+    count: u64,
+    make: impl Fn(u64) -> succession::SuccessionPlan + Sync,
+) -> (succession::Counters, Option<(u64, Failure)>) {
+    let next = AtomicU64::new(first);
+    let stop = AtomicU64::new(u64::MAX);
+    let end = first.saturating_add(count);
+    let total = Mutex::new(succession::Counters::new());
+    let failed: Mutex<Option<(u64, Failure)>> = Mutex::new(None);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(16);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let mut mine = succession::Counters::new();
+                loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= end || seed > stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    match succession::run(&make(seed)) {
+                        Ok(c) => mine.add(&c),
+                        Err(f) => {
+                            stop.fetch_min(seed, Ordering::Relaxed);
+                            let mut slot = failed.lock().unwrap_or_else(|e| e.into_inner());
+                            if slot.as_ref().is_none_or(|(s, _)| seed < *s) {
+                                *slot = Some((seed, f));
+                            }
+                        }
+                    }
+                }
+                total.lock().unwrap_or_else(|e| e.into_inner()).add(&mine);
+            });
+        }
+    });
+    (total.into_inner().unwrap_or_else(|e| e.into_inner()), failed.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn seed_or_none(s: u64) -> String {
+    if s == u64::MAX { "none".into() } else { format!("first at seed {s}") }
+}
+
+fn succession_report(c: &succession::Counters) -> String {
+    format!(
+        "{} schedules ({} calm), {} events, {} store requests, {} runs ({} destroy)\n\
+         lease grants {} (takeovers {}), acquire-failed {}, must-stop/lost {}\n\
+         receipt writes landed {}, refused by the fence {}\n\
+         intents {}, records {}, intents claimed {}, forgets {}, refused creates (OWNED_BY_OTHER_SCOPE) {}, adoptions {}\n\
+         final receipts complete {}, failed {}; entries inherited {}\n\
+         handovers attempted {}: moved {} entries in {}, nothing to move {}, busy (LOCK_HELD) {}, fenced out {}, failed {}; \
+         already deleted by the PR {}\n\
+         two owners allowed: pending PR/branch {}, blind create races {} ({}), inherited doubles {} ({})\n\
+         intents left at the end {}\n\
+         faults: lost replies {}, failed commits {}, freezes {}, crashes {} (right after an intent {})\n\
+         provider creates by an adapter whose lease had ended (unfenced) {}, leaving a resource nobody owns {}",
+        c.schedules,
+        c.calm_schedules,
+        c.events,
+        c.store_requests,
+        c.runs,
+        c.destroy_runs,
+        c.grants,
+        c.takeovers,
+        c.acquire_failed,
+        c.stops,
+        c.receipt_writes,
+        c.writes_refused,
+        c.intents,
+        c.records,
+        c.intents_claimed,
+        c.forgets,
+        c.refused_creates,
+        c.adoptions,
+        c.finished_ok,
+        c.finished_failed,
+        c.inherited,
+        c.handover_attempts,
+        c.moved,
+        c.handovers,
+        c.handovers_empty,
+        c.handovers_busy,
+        c.handovers_refused,
+        c.handovers_failed,
+        c.phantom_moves,
+        c.pending_pairs,
+        c.create_races,
+        seed_or_none(c.first_race_seed),
+        c.inherited_doubles,
+        seed_or_none(c.first_inherited_double_seed),
+        c.intents_left,
+        c.lost_replies,
+        c.failed_commits,
+        c.pauses,
+        c.crashes,
+        c.crashes_after_intent,
+        c.zombie_creates,
+        c.zombie_orphans,
+    )
+}
+
+/// S1-S3 over succession schedules: a branch scope, its PR scope and an unrelated PR scope, each with runs
+/// that take their lease, record what they own, and (the PR) hand the branch's resources over.
+#[test]
+fn succession_simulation() {
+    let count = env_u64("BATON_SIM_SCHEDULES", 2_000);
+    let first = env_u64("BATON_SIM_SEED", 0);
+    let started = std::time::Instant::now();
+    let (c, failed) = run_many_succession(first, count, succession::SuccessionPlan::generate);
+    if let Some((seed, f)) = failed {
+        panic!(
+            "succession simulation failed: seed {seed} (rerun with BATON_SIM_SEED={seed} BATON_SIM_SCHEDULES=1)\n{f}"
+        );
+    }
+    eprintln!("succession: seeds {first}..{} in {:.1?}\n{}", first + count, started.elapsed(), succession_report(&c));
+    if count >= 500 {
+        let exercised = [
+            ("takeovers", c.takeovers),
+            ("handovers that moved something", c.handovers),
+            ("busy handovers", c.handovers_busy),
+            ("adoptions", c.adoptions),
+            ("refused creates", c.refused_creates),
+            ("intents claimed", c.intents_claimed),
+            ("forgets", c.forgets),
+            ("writes refused by the fence", c.writes_refused),
+            ("pending PR/branch pairs", c.pending_pairs),
+            ("intents left at the end", c.intents_left),
+            ("crashes right after an intent", c.crashes_after_intent),
+            ("lost replies", c.lost_replies),
+            ("freezes", c.pauses),
+        ];
+        for (what, n) in exercised {
+            assert!(n > 0, "no {what} in {count} succession schedules: the simulation does not exercise it");
+        }
+    }
+}
+
+/// The succession checks can fail: a store or host with a known defect is caught by the invariant it
+/// breaks (the control for S1 is a handover whose removal is dropped).
+#[test]
+fn succession_checkers_catch_sabotage() {
+    use succession::Sabotage;
+    let cases = [
+        (Sabotage::SkipHandoverRemoval, succession::S1),
+        (Sabotage::HandOverPredecessorLedger, succession::S2),
+        (Sabotage::ForgedFence, succession::S3),
+    ];
+    for (sabotage, expected) in cases {
+        let caught = (0..5_000).find_map(|seed| {
+            succession::run(&succession::SuccessionPlan::sabotaged(seed, sabotage)).err().map(|f| (seed, f))
+        });
+        let Some((seed, f)) = caught else { panic!("{sabotage:?} was never caught in 5000 succession schedules") };
+        assert_eq!(f.invariant, expected, "{sabotage:?} (seed {seed}) was reported as the wrong invariant:\n{f}");
+        eprintln!("{sabotage:?}: caught at seed {seed} by {}: {}", f.invariant, f.detail);
     }
 }

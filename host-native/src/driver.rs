@@ -7,7 +7,7 @@
 
 use crate::engine::{CoreComponent, LeaseRef};
 use crate::error::HostError;
-use crate::store::DirStore;
+use crate::store::Store;
 use serde_json::{Value, json};
 use std::time::Instant;
 use tokio::sync::mpsc;
@@ -36,7 +36,7 @@ impl Driver {
     /// Creates the machine from `config` and starts the store worker for the cell `env/scope` of `store`.
     /// On failure (e.g. `USAGE` for inconsistent timing) the core is handed back with the error.
     #[allow(clippy::result_large_err)] // the error hands the core back; it is built once per process
-    pub fn start(mut core: CoreComponent, store: DirStore, config: &Value) -> Result<Self, (CoreComponent, HostError)> {
+    pub fn start(mut core: CoreComponent, store: Store, config: &Value) -> Result<Self, (CoreComponent, HostError)> {
         let lease = match core.lease_create(config) {
             Ok(lease) => lease,
             Err(e) => return Err((core, e)),
@@ -181,7 +181,7 @@ impl Driver {
 }
 
 /// Runs one store request as a cell transaction and returns `{"ok": answer}` or `{"error": {...}}`.
-fn transact(core: &mut CoreComponent, store: &DirStore, env: &str, scope: &str, job: &Job) -> Value {
+fn transact(core: &mut CoreComponent, store: &Store, env: &str, scope: &str, job: &Job) -> Value {
     let result = store.transact(core, env, scope, |core, cell, now| {
         let mut request = job.request.clone();
         request["cell"] = cell;

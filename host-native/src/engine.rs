@@ -102,6 +102,10 @@ impl CoreComponent {
             "destroy-plan" => d.call_destroy_plan(s, &req),
             "scope-status" => d.call_scope_status(s, &req),
             "receipt-parse" => d.call_receipt_parse(s, &req),
+            "git-push-outcome" => d.call_git_push_outcome(s, &req),
+            "git-retry" => d.call_git_retry(s, &req),
+            "git-readme" => d.call_git_readme(s, &req),
+            "redact" => d.call_redact(s, &req),
             "render" => d.call_render(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));

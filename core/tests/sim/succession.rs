@@ -51,11 +51,11 @@
 use super::plan::Latency;
 use super::rng::Rng;
 use super::world::Failure;
+use baton_core::CoreError;
 use baton_core::cell::{Cell, Change};
 use baton_core::lease::{Action, LeaseConfig, LeaseEvent, LeaseMachine, StoreResult};
 use baton_core::lock;
 use baton_core::ownership::{self, EntryOrIdentity, OtherScope, Resource, RunContext};
-use baton_core::CoreError;
 use serde_json::{Map, Value, json};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -79,7 +79,7 @@ const PR8: usize = 2;
 const HANDOVER_TTL: u64 = 60_000;
 pub(crate) const MAX_KEYS: usize = 5;
 const TRACE_LEN: usize = 300;
-const TRACE_SHOWN: usize = 60;
+const TRACE_SHOWN: usize = 150;
 const EVENT_LIMIT: u64 = 200_000;
 
 /// Ledger entry kinds, per scope and key.
@@ -139,7 +139,6 @@ pub(crate) struct RunPlan {
 pub(crate) struct SuccessionPlan {
     pub(crate) seed: u64,
     pub(crate) ttl: u64,
-    pub(crate) margin: u64,
     pub(crate) calm: bool,
     pub(crate) keys: u8,
     pub(crate) commit_lat: Latency,
@@ -156,6 +155,7 @@ impl SuccessionPlan {
     pub(crate) fn generate(seed: u64) -> Self {
         let mut rng = Rng::new(seed, 21);
         let ttl = rng.pick(&[600, 900, 900, 1500]);
+        // The lease's default margin: skews within +-margin/2 keep two hosts within the tolerance.
         let margin = ttl / 5;
         let calm = rng.chance(200);
         let lat = |rng: &mut Rng| {
@@ -234,7 +234,6 @@ impl SuccessionPlan {
         let mut plan = Self {
             seed,
             ttl,
-            margin,
             calm,
             keys,
             commit_lat,
@@ -262,9 +261,7 @@ impl SuccessionPlan {
         let per_run: u64 = self
             .runs
             .iter()
-            .map(|r| {
-                r.wait_timeout.max(HANDOVER_TTL) + r.pause.map_or(0, |p| p.1) + 40 * step + 4 * self.ttl + 2_000
-            })
+            .map(|r| r.wait_timeout.max(HANDOVER_TTL) + r.pause.map_or(0, |p| p.1) + 40 * step + 4 * self.ttl + 2_000)
             .sum();
         last + per_run
     }
@@ -306,27 +303,21 @@ pub(crate) struct Counters {
     pub(crate) inherited_doubles: u64,
     pub(crate) phantom_moves: u64,
     pub(crate) intents_left: u64,
-    pub(crate) handover_receipt_old_epoch: u64,
     pub(crate) lost_replies: u64,
     pub(crate) failed_commits: u64,
     pub(crate) pauses: u64,
     pub(crate) crashes: u64,
     pub(crate) crashes_after_intent: u64,
-    /// The first seed that showed a blind create race, an inherited double, a handover receipt keeping
-    /// an older epoch (`u64::MAX`: none).
+    pub(crate) zombie_creates: u64,
+    pub(crate) zombie_orphans: u64,
+    /// The first seed that showed a blind create race, an inherited double (`u64::MAX`: none).
     pub(crate) first_race_seed: u64,
     pub(crate) first_inherited_double_seed: u64,
-    pub(crate) first_old_epoch_seed: u64,
 }
 
 impl Counters {
     pub(crate) fn new() -> Self {
-        Self {
-            first_race_seed: u64::MAX,
-            first_inherited_double_seed: u64::MAX,
-            first_old_epoch_seed: u64::MAX,
-            ..Self::default()
-        }
+        Self { first_race_seed: u64::MAX, first_inherited_double_seed: u64::MAX, ..Self::default() }
     }
 
     pub(crate) fn add(&mut self, o: &Self) {
@@ -367,16 +358,16 @@ impl Counters {
             inherited_doubles,
             phantom_moves,
             intents_left,
-            handover_receipt_old_epoch,
             lost_replies,
             failed_commits,
             pauses,
             crashes,
-            crashes_after_intent
+            crashes_after_intent,
+            zombie_creates,
+            zombie_orphans
         );
         self.first_race_seed = self.first_race_seed.min(o.first_race_seed);
         self.first_inherited_double_seed = self.first_inherited_double_seed.min(o.first_inherited_double_seed);
-        self.first_old_epoch_seed = self.first_old_epoch_seed.min(o.first_old_epoch_seed);
     }
 }
 
@@ -389,13 +380,21 @@ enum Req {
     List,
     Begin,
     DestroyPlan,
-    Check { key: u8, change: bool },
+    Check {
+        key: u8,
+        change: bool,
+    },
     Intend(u8),
     Record(u8),
     Forget(u8),
-    Finish { succeeded: bool },
+    Finish {
+        succeeded: bool,
+    },
     HandoverAcquire,
-    Handover { ledger: Vec<EntryOrIdentity>, keys: Vec<u8> },
+    Handover {
+        ledger: Vec<EntryOrIdentity>,
+        keys: Vec<u8>,
+    },
     HandoverRelease,
 }
 
@@ -428,7 +427,7 @@ impl Req {
 
 #[derive(Debug)]
 enum Reply {
-    Text(Option<String>, u64),
+    Text(Option<String>),
     List(Vec<OtherScope>, u64),
     Written { receipt: Value, facts: Map<String, Value>, seq: u64 },
     Lock(u64),
@@ -514,6 +513,7 @@ struct Run {
     /// The final receipt's ledger (what the PR owns now) and the sequence number of its commit.
     final_ledger: Value,
     finish_seq: u64,
+    finish_succeeded: bool,
     handover_holder: String,
     handover_epoch: u64,
     intents_sent: u32,
@@ -616,12 +616,14 @@ struct World<'p> {
     kinds: [[u8; MAX_KEYS]; 3],
     since: [[u64; MAX_KEYS]; 3],
     excuse: [[u8; MAX_KEYS]; 3],
-    /// Per scope and key: its last create/intent/record and its last forget (commit numbers).
+    /// Per scope and key: its last create/intent/record (commit number).
     claimed_by: [[u64; MAX_KEYS]; 3],
-    forgot_by: [[u64; MAX_KEYS]; 3],
-    /// Per key, over all scopes.
-    last_claim: [u64; MAX_KEYS],
-    last_forget: [u64; MAX_KEYS],
+    /// Per key: whether the resource exists at the provider (an upsert: created before `ledger-record`,
+    /// deleted before `ledger-forget`).
+    exists: [bool; MAX_KEYS],
+    /// Per key: the resource that exists was created by an adapter whose lease had ended (a frozen process
+    /// that thawed before the host could kill it). Such a provider call is not fenced by anything.
+    zombie: [bool; MAX_KEYS],
     trace: VecDeque<Tr>,
     c: Counters,
 }
@@ -699,9 +701,8 @@ pub(crate) fn run(plan: &SuccessionPlan) -> Result<Counters, Failure> {
         since: [[0; MAX_KEYS]; 3],
         excuse: [[0; MAX_KEYS]; 3],
         claimed_by: [[0; MAX_KEYS]; 3],
-        forgot_by: [[0; MAX_KEYS]; 3],
-        last_claim: [0; MAX_KEYS],
-        last_forget: [0; MAX_KEYS],
+        exists: [false; MAX_KEYS],
+        zombie: [false; MAX_KEYS],
         trace: VecDeque::with_capacity(TRACE_LEN),
         c: Counters { schedules: 1, calm_schedules: u64::from(plan.calm), ..Counters::new() },
     };
@@ -739,6 +740,7 @@ pub(crate) fn run(plan: &SuccessionPlan) -> Result<Counters, Failure> {
             delete: Vec::new(),
             final_ledger: Value::Null,
             finish_seq: 0,
+            finish_succeeded: false,
             handover_epoch: 0,
             intents_sent: 0,
             over: false,
@@ -772,9 +774,8 @@ impl World<'_> {
             trace.push(format!("({skip} earlier events not shown)"));
         }
         trace.extend(self.trace.iter().skip(skip).map(ToString::to_string));
-        let scopes: Vec<String> = (0..3)
-            .map(|s| format!("{}: {}", SCOPES[s], ledger_str(encode(&self.kinds[s]))))
-            .collect();
+        let scopes: Vec<String> =
+            (0..3).map(|s| format!("{}: {}", SCOPES[s], ledger_str(encode(&self.kinds[s])))).collect();
         trace.push(format!("ledgers at t={}: {}", self.now, scopes.join("; ")));
         Failure { invariant, detail, trace, plan: format!("{:?}", self.plan) }
     }
@@ -1106,8 +1107,9 @@ impl World<'_> {
         if self.runs[r].awaiting.is_some() {
             return Ok(());
         }
+        let plan = self.plan;
         loop {
-            let rp = &self.plan.runs[r];
+            let rp = &plan.runs[r];
             let run = &mut self.runs[r];
             if run.stopped && run.pc.before_begin() {
                 run.pc = Pc::Release;
@@ -1146,13 +1148,30 @@ impl World<'_> {
                             let run = &mut self.runs[r];
                             run.forget_key = k;
                             run.pc = Pc::Act(i, Stage::Forget);
+                            // Deleted at the provider, then forgotten.
+                            self.exists[usize::from(k)] = false;
+                            self.zombie[usize::from(k)] = false;
                             Req::Forget(k)
+                        }
+                        (Act::Rely(k), Stage::List) if !self.exists[usize::from(k)] => {
+                            // Nothing to rely on: the resource does not exist (any more).
+                            run.pc = Pc::Act(i + 1, Stage::List);
+                            self.note(r, What::Decide("finds nothing to rely on:", Some(k)));
+                            continue;
                         }
                         (_, Stage::List) => Req::List,
                         (Act::Create(k), Stage::Check) => Req::Check { key: k, change: true },
                         (Act::Rely(k), Stage::Check) => Req::Check { key: k, change: false },
                         (Act::Create(k), Stage::Intend) => Req::Intend(k),
-                        (Act::Create(k), Stage::Record) => Req::Record(k),
+                        (Act::Create(k), Stage::Record) => {
+                            // The provider's create (an upsert) happened before the record; by a zombie
+                            // when the adapter's lease had already ended.
+                            let zombie = self.runs[r].m.fencing_token(self.mono(r)).is_none();
+                            self.exists[usize::from(k)] = true;
+                            self.zombie[usize::from(k)] = zombie;
+                            self.c.zombie_creates += u64::from(zombie);
+                            Req::Record(k)
+                        }
                         (act, stage) => {
                             return Err(self.fail(HOST, format!("run-{r}: no step for {act:?} at {stage:?}")));
                         }
@@ -1165,11 +1184,14 @@ impl World<'_> {
                         run.pc = Pc::Finish;
                         continue;
                     };
+                    self.exists[usize::from(k)] = false;
+                    self.zombie[usize::from(k)] = false;
                     self.send(r, Req::Forget(k));
                     return Ok(());
                 }
                 Pc::Finish => {
                     let succeeded = !run.failed && !run.stopped && !rp.fails;
+                    run.finish_succeeded = succeeded;
                     self.send(r, Req::Finish { succeeded });
                     return Ok(());
                 }
@@ -1213,7 +1235,8 @@ impl World<'_> {
 
     /// What the run does with a reply.
     fn on_reply(&mut self, r: usize, outcome: Outcome) -> Result<(), Failure> {
-        let rp = &self.plan.runs[r];
+        let plan = self.plan;
+        let rp = &plan.runs[r];
         let pc = self.runs[r].pc;
         let fail = |run: &mut Run| {
             run.failed = true;
@@ -1221,20 +1244,21 @@ impl World<'_> {
         };
         let next = |i: usize| Pc::Act(i + 1, Stage::List);
         match (pc, outcome) {
-            (Pc::ReadPredecessor, Ok(Reply::Text(text, _))) => {
+            (Pc::ReadPredecessor, Ok(Reply::Text(text))) => {
                 let run = &mut self.runs[r];
                 run.pred_text = text;
                 run.pc = Pc::Begin;
             }
+            (Pc::Begin, Ok(Reply::Written { receipt, .. })) => {
+                let run = &mut self.runs[r];
+                run.view = kinds_of(&receipt);
+                run.pc = if rp.destroy { Pc::DestroyPlan } else { Pc::Act(0, Stage::List) };
+            }
             (Pc::ReadPredecessor | Pc::Begin, _) => {
                 // The host could not start the run: it releases without a final receipt.
-                self.runs[r].pc = Pc::Release;
-                if pc == Pc::Begin {
-                    self.runs[r].failed = true;
-                }
-                if let (Pc::Begin, false) = (pc, self.runs[r].failed) {
-                    unreachable!()
-                }
+                let run = &mut self.runs[r];
+                run.failed = true;
+                run.pc = Pc::Release;
             }
             (Pc::DestroyPlan, Ok(Reply::Written { facts, .. })) => {
                 let run = &mut self.runs[r];
@@ -1309,11 +1333,11 @@ impl World<'_> {
             }
             (Pc::Act(..) | Pc::DestroyPlan | Pc::DestroyForget(_), _) => fail(&mut self.runs[r]),
             (Pc::Finish, Ok(Reply::Written { receipt, seq, .. })) => {
-                let succeeded = receipt["status"] == "complete" || (!rp.destroy && receipt["status"] != "failed");
+                // As host-native: after a successful run whose final receipt landed, hand over.
                 let run = &mut self.runs[r];
                 run.final_ledger = receipt["ledger"].clone();
                 run.finish_seq = seq;
-                let handover = rp.scope == PR7 && !rp.destroy && succeeded && !run.failed && !run.stopped && !rp.fails;
+                let handover = rp.scope == PR7 && !rp.destroy && run.finish_succeeded && run.pred_text.is_some();
                 run.pc = if handover { Pc::HandoverAcquire } else { Pc::Release };
             }
             (Pc::Finish, _) => self.runs[r].pc = Pc::Release,
@@ -1389,11 +1413,14 @@ impl World<'_> {
             Req::ReadPredecessor => {
                 let text = self.cells[BRANCH].file(LATEST).map(str::to_owned);
                 note(self, "read");
-                return Ok(Ok(Reply::Text(text, self.commits)));
+                return Ok(Ok(Reply::Text(text)));
             }
             Req::List => {
                 let list = (0..3)
-                    .map(|s| OtherScope { scope: SCOPES[s].into(), text: self.cells[s].file(LATEST).map(str::to_owned) })
+                    .map(|s| OtherScope {
+                        scope: SCOPES[s].into(),
+                        text: self.cells[s].file(LATEST).map(str::to_owned),
+                    })
                     .collect();
                 note(self, "read");
                 return Ok(Ok(Reply::List(list, self.commits)));
@@ -1427,67 +1454,75 @@ impl World<'_> {
         // A fenced receipt operation. The fence the request carries (forged by the sabotage).
         let handover = matches!(req, Req::Handover { .. });
         let run = &self.runs[r];
-        let (mut holder, mut epoch) = if handover {
-            (run.handover_holder.clone(), run.handover_epoch)
-        } else {
-            (run.name.clone(), run.epoch)
-        };
+        let (mut holder, mut epoch) =
+            if handover { (run.handover_holder.clone(), run.handover_epoch) } else { (run.name.clone(), run.epoch) };
         if self.plan.sabotage == Sabotage::ForgedFence
             && !handover
             && let Ok(Some(l)) = lock::parse_lock(&self.cells[c])
         {
             (holder, epoch) = (l.holder, l.epoch);
         }
+        let plan = self.plan;
         let cell = &self.cells[c];
-        let rp = &self.plan.runs[r];
-        let answer: Result<(Vec<Change>, Value, Map<String, Value>), CoreError> = match req {
-            Req::Begin => {
-                let pred = match (scope, rp.destroy) {
-                    (_, true) | (BRANCH, _) => None,
-                    (PR7, _) => Some(OtherScope { scope: SCOPES[BRANCH].into(), text: run.pred_text.clone() }),
-                    _ => Some(OtherScope { scope: "branch-feat-y".into(), text: None }),
-                };
-                ownership::run_begin(cell, &holder, epoch, now_ms, &context(scope), "", None, None, rp.destroy, pred.as_ref())
+        let rp = &plan.runs[r];
+        let answer: Result<(Vec<Change>, Value, Map<String, Value>), CoreError> =
+            match req {
+                Req::Begin => {
+                    // As host-native: only a predecessor with a receipt takes part (`branch-feat-y` has none).
+                    let pred = match (scope, rp.destroy, &run.pred_text) {
+                        (PR7, false, Some(text)) => {
+                            Some(OtherScope { scope: SCOPES[BRANCH].into(), text: Some(text.clone()) })
+                        }
+                        _ => None,
+                    };
+                    ownership::run_begin(
+                        cell,
+                        &holder,
+                        epoch,
+                        now_ms,
+                        &context(scope),
+                        "",
+                        None,
+                        None,
+                        rp.destroy,
+                        pred.as_ref(),
+                    )
                     .map(|w| (w.changes, w.receipt, w.facts))
-            }
-            Req::DestroyPlan => {
-                ownership::destroy_plan(cell, &holder, epoch, now_ms).map(|w| (w.changes, w.receipt, w.facts))
-            }
-            Req::Intend(k) => {
-                ownership::intend(cell, &holder, epoch, now_ms, &resource(*k)).map(|w| (w.changes, w.receipt, w.facts))
-            }
-            Req::Record(k) => {
-                let id = format!("id-{r}-{k}-{}", self.commits + 1);
-                ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id)
-                    .map(|w| (w.changes, w.receipt, w.facts))
-            }
-            Req::Forget(k) => {
-                ownership::forget(cell, &holder, epoch, now_ms, &resource(*k)).map(|w| (w.changes, w.receipt, w.facts))
-            }
-            Req::Check { key, change } => ownership::check(
-                cell,
-                Some((&holder, epoch)),
-                now_ms,
-                &resource(*key),
-                *change,
-                &run.list,
-                predecessor(scope),
-            )
-            .and_then(|mut v| {
-                let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
-                    .map_err(|e| CoreError::internal(format!("check changes: {e}")))?;
-                let receipt = v.get_mut("receipt").map(Value::take).unwrap_or(Value::Null);
-                let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
-                Ok((changes, receipt, facts))
-            }),
-            Req::Finish { succeeded } => ownership::run_finish(cell, &holder, epoch, now_ms, *succeeded, None)
-                .map(|w| (w.changes, w.receipt, w.facts)),
-            Req::Handover { ledger, .. } => {
-                ownership::handover(cell, &holder, epoch, now_ms, SCOPES[PR7], ledger)
-                    .map(|w| (w.changes, w.receipt, w.facts))
-            }
-            _ => unreachable!("reads and handover locks are handled above"),
-        };
+                }
+                Req::DestroyPlan => {
+                    ownership::destroy_plan(cell, &holder, epoch, now_ms).map(|w| (w.changes, w.receipt, w.facts))
+                }
+                Req::Intend(k) => ownership::intend(cell, &holder, epoch, now_ms, &resource(*k))
+                    .map(|w| (w.changes, w.receipt, w.facts)),
+                Req::Record(k) => {
+                    let id = format!("id-{r}-{k}-{}", self.commits + 1);
+                    ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id)
+                        .map(|w| (w.changes, w.receipt, w.facts))
+                }
+                Req::Forget(k) => ownership::forget(cell, &holder, epoch, now_ms, &resource(*k))
+                    .map(|w| (w.changes, w.receipt, w.facts)),
+                Req::Check { key, change } => ownership::check(
+                    cell,
+                    Some((&holder, epoch)),
+                    now_ms,
+                    &resource(*key),
+                    *change,
+                    &run.list,
+                    predecessor(scope),
+                )
+                .and_then(|mut v| {
+                    let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
+                        .map_err(|e| CoreError::internal(format!("check changes: {e}")))?;
+                    let receipt = v.get_mut("receipt").map(Value::take).unwrap_or(Value::Null);
+                    let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
+                    Ok((changes, receipt, facts))
+                }),
+                Req::Finish { succeeded } => ownership::run_finish(cell, &holder, epoch, now_ms, *succeeded, None)
+                    .map(|w| (w.changes, w.receipt, w.facts)),
+                Req::Handover { ledger, .. } => ownership::handover(cell, &holder, epoch, now_ms, SCOPES[PR7], ledger)
+                    .map(|w| (w.changes, w.receipt, w.facts)),
+                _ => unreachable!("reads and handover locks are handled above"),
+            };
         let (changes, receipt, facts) = match answer {
             Ok(a) => a,
             Err(e) => {
@@ -1500,6 +1535,7 @@ impl World<'_> {
                 return Ok(Err(code));
             }
         };
+        let before_branch = self.kinds[BRANCH];
         let mut seq = 0;
         if !changes.is_empty() {
             seq = self.observe_write(r, c, req, &changes, &receipt)?;
@@ -1519,6 +1555,7 @@ impl World<'_> {
             }
             Req::Begin => self.c.inherited += facts.get("inherited").and_then(Value::as_u64).unwrap_or(0),
             Req::Handover { keys, .. } => {
+                let before = before_branch;
                 let moved = facts.get("moved").and_then(Value::as_u64).unwrap_or(0);
                 if moved == 0 {
                     self.c.handovers_empty += 1;
@@ -1526,7 +1563,7 @@ impl World<'_> {
                     self.c.handovers += 1;
                     self.c.moved += moved;
                 }
-                self.check_handed_over(r, keys)?;
+                self.check_handed_over(r, keys, &before)?;
                 self.check_pairs("after a committed handover")?;
             }
             _ => {}
@@ -1571,15 +1608,11 @@ impl World<'_> {
             }
             let recorded = receipt["epoch"].as_u64();
             if recorded != Some(sender_epoch) {
-                if handover {
-                    // Known: the handover rewrites `runId` but keeps the predecessor run's `epoch`.
-                    self.c.handover_receipt_old_epoch += 1;
-                    self.c.first_old_epoch_seed = self.c.first_old_epoch_seed.min(self.plan.seed);
-                } else {
-                    let detail =
-                        format!("{} of run-{r} at epoch {sender_epoch} wrote a receipt with epoch {recorded:?}", req.name());
-                    return Err(self.fail(S3, detail));
-                }
+                let detail = format!(
+                    "{} of run-{r} at epoch {sender_epoch} wrote a receipt with epoch {recorded:?}",
+                    req.name()
+                );
+                return Err(self.fail(S3, detail));
             }
         }
         let skip_write = handover && self.plan.sabotage == Sabotage::SkipHandoverRemoval;
@@ -1600,18 +1633,13 @@ impl World<'_> {
             let (was, is) = (owns(old[k]), owns(new[k]));
             if is && create && req.key() == Some(k as u8) {
                 self.claimed_by[c][k] = seq;
-                self.last_claim[k] = seq;
             }
             if is && !was {
                 self.claim(r, c, k, req, seq)?;
             }
             if was && !is {
                 match req {
-                    Req::Forget(f) if usize::from(*f) == k => {
-                        self.c.forgets += 1;
-                        self.forgot_by[c][k] = seq;
-                        self.last_forget[k] = seq;
-                    }
+                    Req::Forget(f) if usize::from(*f) == k => self.c.forgets += 1,
                     Req::Handover { .. } => {}
                     _ => {
                         let detail = format!(
@@ -1672,7 +1700,7 @@ impl World<'_> {
 
     /// After a committed handover: the branch lists none of what was handed over (S1), and what left the
     /// branch is owned by the PR, unless the PR deleted it since its final receipt (S2).
-    fn check_handed_over(&mut self, r: usize, keys: &[u8]) -> Result<(), Failure> {
+    fn check_handed_over(&mut self, r: usize, keys: &[u8], before: &[u8; MAX_KEYS]) -> Result<(), Failure> {
         for &k in keys {
             let k = usize::from(k);
             if self.kinds[BRANCH][k] != NONE {
@@ -1683,30 +1711,28 @@ impl World<'_> {
                 return Err(self.fail(S1, detail));
             }
         }
-        let finish_seq = self.runs[r].finish_seq;
         for k in 0..usize::from(self.plan.keys) {
             // Keys the branch owned before this commit and no longer lists.
-            let was = self.claimed_by[BRANCH][k] > 0 && self.since[BRANCH][k] > 0;
-            if !was || self.kinds[BRANCH][k] != NONE || !keys.contains(&(k as u8)) {
+            if !owns(before[k]) || self.kinds[BRANCH][k] != NONE {
                 continue;
             }
             let pr = self.kinds[PR7][k];
             if owns(pr) {
                 continue;
             }
-            let forgot = self.forgot_by[PR7][k];
-            if pr == NONE && forgot > finish_seq && self.claimed_by[BRANCH][k] < forgot {
-                // The PR deleted it after its final receipt; the branch's entry was for that same resource.
+            if owns(self.kinds[PR8][k]) {
+                // A double from a blind race: the other owner remains.
+                continue;
+            }
+            if !self.exists[k] || self.zombie[k] {
+                // The PR deleted it (the branch's entry was for that resource), or nobody created it.
                 self.c.phantom_moves += 1;
                 continue;
             }
             let how = if pr == ADOPTED { "lists it only as adopted" } else { "does not list it" };
             let detail = format!(
-                "the handover of run-{r} took k{k} (claimed by {} at #{}) out of {}, and {} {how}: nobody owns it",
-                SCOPES[BRANCH],
-                self.claimed_by[BRANCH][k],
-                SCOPES[BRANCH],
-                SCOPES[PR7]
+                "the handover of run-{r} took k{k} (claimed by {} at #{}) out of {}, and {} {how}: the resource exists and nobody owns it",
+                SCOPES[BRANCH], self.claimed_by[BRANCH][k], SCOPES[BRANCH], SCOPES[PR7]
             );
             return Err(self.fail(S2, detail));
         }
@@ -1744,11 +1770,14 @@ impl World<'_> {
         }
         self.check_pairs("at the end")?;
         for k in 0..usize::from(self.plan.keys) {
-            if self.last_claim[k] > self.last_forget[k] && !(0..3).any(|s| owns(self.kinds[s][k])) {
-                let detail = format!(
-                    "k{k} was last created/recorded at #{} (last forgotten at #{}) and no scope owns it at the end",
-                    self.last_claim[k], self.last_forget[k]
-                );
+            let owned = (0..3).any(|s| owns(self.kinds[s][k]));
+            if self.exists[k] && self.zombie[k] && !owned {
+                // Created by a zombie after its successor resolved the intent: outside what fencing covers.
+                self.c.zombie_orphans += 1;
+            } else if self.exists[k] && !owned {
+                let claims: Vec<String> = (0..3).map(|s| format!("{} #{}", SCOPES[s], self.claimed_by[s][k])).collect();
+                let detail =
+                    format!("k{k} exists at the end and no scope owns it (last claims: {})", claims.join(", "));
                 return Err(self.fail(S2, detail));
             }
             self.c.intents_left += (0..3).filter(|&s| self.kinds[s][k] == INTENT).count() as u64;

@@ -168,19 +168,14 @@ pub fn status(core: &mut CoreComponent, args: &StatusArgs) -> Outcome {
 pub fn show(core: &mut CoreComponent, args: &ReceiptShowArgs) -> Outcome {
     let t = target(core, &args.target)?;
     let file = args.run.as_ref().map_or_else(|| "latest.json".to_owned(), |r| format!("{r}.json"));
-    let path = core.invoke("cell-path", &json!({ "env": t.env, "scope": t.scope }))?;
-    let full = t.store.root().join(path["dir"].as_str().unwrap_or_default()).join(&file);
-    let text = match std::fs::read(&full) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if !args.target.json {
-                note(format!("{}/{} has no receipt {file}", t.env, t.scope));
-            }
-            return Ok(data(&t, [("receipt", Value::Null)]));
+    let Some(text) = t.store.read_file(core, &t.env, &t.scope, &file)? else {
+        if !args.target.json {
+            note(format!("{}/{} has no receipt {file}", t.env, t.scope));
         }
-        Err(e) => return Err(HostError::io(format!("cannot read {}", full.display()), &e)),
+        return Ok(data(&t, [("receipt", Value::Null)]));
     };
-    let parsed = core.invoke("receipt-parse", &json!({ "text": text, "place": full.display().to_string() }))?;
+    let place = format!("{}/{}/{file}", t.env, t.scope);
+    let parsed = core.invoke("receipt-parse", &json!({ "text": text, "place": place }))?;
     if !args.target.json {
         println!("{}", serde_json::to_string_pretty(&parsed["receipt"]).unwrap_or_default());
     }

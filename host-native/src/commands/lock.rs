@@ -6,21 +6,26 @@ use crate::duration::human;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
 use crate::output::{Outcome, note};
-use crate::store::DirStore;
+use crate::store::Store;
 use crate::store::mutex::random_hex;
 use serde_json::{Map, Value, json};
 
 /// The cell a lock command works on.
 pub(crate) struct Target {
-    pub(crate) store: DirStore,
+    pub(crate) store: Store,
     pub(crate) env: String,
     pub(crate) scope: String,
     pub(crate) context: Value,
 }
 
 pub(crate) fn target(core: &mut CoreComponent, args: &TargetArgs) -> Result<Target, HostError> {
+    target_for(core, args, false)
+}
+
+/// The scope and store of a command; `run` lets `baton run` default to the CI remote (see `open_store`).
+pub(crate) fn target_for(core: &mut CoreComponent, args: &TargetArgs, run: bool) -> Result<Target, HostError> {
     let context = crate::context::detect(core, &args.ctx)?;
-    let store = super::open_store(core, args.store.as_deref())?;
+    let store = super::open_store(core, args.store.as_deref(), run)?;
     let field = |k: &str| context[k].as_str().unwrap_or_default().to_owned();
     Ok(Target { store, env: field("env"), scope: field("scope"), context })
 }

@@ -8,17 +8,39 @@ pub mod write;
 
 use crate::engine::CoreComponent;
 use crate::error::HostError;
-use crate::store::DirStore;
+use crate::store::{DirStore, Store};
 use serde_json::json;
 
-/// Opens the store named by `spec` (`--store` / `BATON_STORE`), or the default `.baton/` at the repository
-/// root. The core decides; git is asked for the repository root only when no store is named.
-pub fn open_store(core: &mut CoreComponent, spec: Option<&str>) -> Result<DirStore, HostError> {
+/// Opens the store named by `spec` (`--store` / `BATON_STORE`), or the default: `.baton/` at the repository
+/// root, or for `baton run` in CI (`CI` set, as every CI system does) with an `origin` remote, that remote.
+/// The core decides; git is asked only when no store is named.
+pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Result<Store, HostError> {
     let spec = spec.map(str::trim).filter(|s| !s.is_empty());
     let cwd = std::env::current_dir().map_err(|e| HostError::io("cannot read the current directory", &e))?;
-    let repo_root = if spec.is_none() { crate::context::git(&["rev-parse", "--show-toplevel"]).ok() } else { None };
-    let answer =
-        core.invoke("store-spec", &json!({ "spec": spec, "repoRoot": repo_root, "cwd": cwd.display().to_string() }))?;
-    let path = answer["path"].as_str().ok_or_else(|| HostError::internal(format!("store-spec answered {answer}")))?;
-    Ok(DirStore::new(path))
+    let git = |args: &[&str]| if spec.is_none() { crate::context::git(args).ok() } else { None };
+    let repo_root = git(&["rev-parse", "--show-toplevel"]);
+    let ci = std::env::var("CI").is_ok_and(|v| !v.trim().is_empty() && v != "false");
+    let origin = if run && ci { git(&["remote", "get-url", "origin"]) } else { None };
+    let request = json!({
+        "spec": spec,
+        "repoRoot": repo_root,
+        "cwd": cwd.display().to_string(),
+        "prefix": std::env::var("BATON_GIT_PREFIX").ok(),
+        "budgetMs": std::env::var("BATON_STORE_BUDGET_MS").ok(),
+        "run": run,
+        "ci": ci,
+        "origin": origin,
+    });
+    let answer = core.invoke("store-spec", &request)?;
+    if let Some(notice) = answer["notice"].as_str() {
+        crate::output::note(notice);
+    }
+    match answer["kind"].as_str() {
+        Some("dir") => {
+            let path =
+                answer["path"].as_str().ok_or_else(|| HostError::internal(format!("store-spec answered {answer}")))?;
+            Ok(Store::Dir(DirStore::new(path)))
+        }
+        _ => Err(HostError::usage(format!("the store {} is not supported by this build", answer["label"]))),
+    }
 }

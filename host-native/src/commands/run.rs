@@ -2,7 +2,7 @@
 //! while CMD runs, record what the scope owns in fenced receipt writes, and stop CMD before the lease could
 //! be taken over.
 
-use super::lock::{Target, acquire_with, data, sleep_until, target};
+use super::lock::{Target, acquire_with, data, sleep_until, target_for};
 use crate::cli::{ObjectArgs, RunArgs};
 use crate::driver::Driver;
 use crate::engine::CoreComponent;
@@ -46,7 +46,7 @@ pub async fn destroy(core: CoreComponent, args: &RunArgs) -> (CoreComponent, Run
 }
 
 async fn scoped(mut core: CoreComponent, args: &RunArgs, mode: Mode) -> (CoreComponent, RunEnd) {
-    let t = match target(&mut core, &args.target) {
+    let t = match target_for(&mut core, &args.target, mode == Mode::Run) {
         Ok(t) => t,
         Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
@@ -81,7 +81,7 @@ pub async fn lock_object(mut core: CoreComponent, args: &ObjectArgs) -> (CoreCom
         Ok(c) => c,
         Err(e) => return end(core, e),
     };
-    let store = match super::open_store(&mut core, args.store.as_deref()) {
+    let store = match super::open_store(&mut core, args.store.as_deref(), false) {
         Ok(s) => s,
         Err(e) => return end(core, e),
     };

@@ -51,6 +51,22 @@ impl DirStore {
         Ok(json!({ "env": env, "scope": scope, "files": files }))
     }
 
+    /// The text of `file` in the cell `env/scope`, if it exists.
+    pub fn read_file(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        file: &str,
+    ) -> Result<Option<String>, HostError> {
+        let path = self.cell_dir(core, env, scope)?.join(file);
+        match std::fs::read(&path) {
+            Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(HostError::io(format!("cannot read {}", path.display()), &e)),
+        }
+    }
+
     /// The scopes of environment `env` with their `latest.json` text (or `null`), sorted by scope:
     /// `[{scope, text}]`, as the core's ownership operations take them (`others`).
     pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
@@ -101,7 +117,7 @@ impl DirStore {
         core: &mut CoreComponent,
         env: &str,
         scope: &str,
-        decide: impl FnOnce(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
+        mut decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
         let dir = self.cell_dir(core, env, scope)?;
         std::fs::create_dir_all(&dir).map_err(|e| HostError::io(format!("cannot create {}", dir.display()), &e))?;

@@ -1,7 +1,77 @@
 //! Stores: the only I/O primitive. A store loads cell snapshots and commits the changes the core decided,
 //! atomically with respect to every other transaction on the same cell. Stores know nothing about leases.
+//!
+//! [`Store`] is what commands hold; each variant implements the same four operations with the same
+//! meaning, so everything above this module is store-agnostic.
 
 pub mod dir;
 pub mod mutex;
 
 pub use dir::DirStore;
+
+use crate::engine::CoreComponent;
+use crate::error::HostError;
+use serde_json::Value;
+
+/// A store named by `--store` / `BATON_STORE` (see the core's `store-spec`).
+#[derive(Clone, Debug)]
+pub enum Store {
+    /// `dir:<path>`: one machine.
+    Dir(DirStore),
+}
+
+impl Store {
+    /// The spec that names this store (credentials redacted), as exported to `baton run`'s command.
+    pub fn spec(&self) -> String {
+        match self {
+            Self::Dir(s) => s.spec(),
+        }
+    }
+
+    /// One transaction on the cell `env/scope`: load the snapshot, read the wall clock, ask `decide` (which
+    /// calls the core), commit the `changes` of its answer only if the cell did not change meanwhile.
+    pub fn transact(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
+    ) -> Result<Value, HostError> {
+        match self {
+            Self::Dir(s) => s.transact(core, env, scope, decide),
+        }
+    }
+
+    /// A read-only look at the cell `env/scope`.
+    pub fn read<T>(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        decide: impl FnOnce(&mut CoreComponent, Value, i64) -> Result<T, HostError>,
+    ) -> Result<T, HostError> {
+        match self {
+            Self::Dir(s) => s.read(core, env, scope, decide),
+        }
+    }
+
+    /// The scopes of `env` with their `latest.json` text: `[{scope, text}]`, sorted by scope.
+    pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
+        match self {
+            Self::Dir(s) => s.list(core, env),
+        }
+    }
+
+    /// The text of one file of the cell (e.g. a run's receipt), if it exists.
+    pub fn read_file(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        file: &str,
+    ) -> Result<Option<String>, HostError> {
+        match self {
+            Self::Dir(s) => s.read_file(core, env, scope, file),
+        }
+    }
+}

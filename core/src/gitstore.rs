@@ -1,0 +1,228 @@
+//! Decisions of the git store (`git:<remote>`), which keeps every cell on its own orphan ref of a remote
+//! and uses the remote's atomic ref update as the compare-and-swap. The host runs `git`; the core decides
+//! the ref name, what a push failure means, whether and when to retry, and what may be printed.
+
+use crate::error::{CoreError, ErrorCode};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The default ref prefix (`refs/heads/<prefix>/<env>/<scope>`).
+pub const DEFAULT_PREFIX: &str = "baton-receipts";
+/// The default retry budget of one store operation.
+pub const DEFAULT_BUDGET_MS: u64 = 60_000;
+/// At most this many rejections (hooks, protected refs) before giving up.
+pub const MAX_REJECTIONS: u32 = 4;
+
+/// The README committed at the root of every cell ref.
+pub fn readme(parent_object: bool) -> &'static str {
+    if parent_object {
+        "# baton parent-object lock\n\nThis orphan branch is written by `baton`. It holds no receipts: only the lock (`_locks/<hash>/lock.json`)\nthat serialises writes to one shared provider object across every scope and environment.\n\nDo not merge it. Deleting it is safe when no run is active.\n"
+    } else {
+        "# baton receipts\n\nThis orphan branch is written by `baton run`. It holds one environment/scope's receipts, ledger and lock\n(the lease of the run that is active, if any), in `<env>/<scope>/`.\n\nDo not merge it. Deleting it is safe only when no run is active, and it makes baton forget what this scope\ncreated: those resources become unmanaged. It is recreated on the next run.\n"
+    }
+}
+
+/// What a failed `git push` means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PushOutcome {
+    /// It landed.
+    Ok,
+    /// Someone else moved the ref first: fetch and decide again.
+    Race,
+    /// The credentials cannot write (or see) the remote.
+    Permission,
+    /// The remote refused it (a hook, a protected ref).
+    Rejected,
+    /// Anything else.
+    Other,
+}
+
+/// Classifies a push by its exit code and stderr (the original's `pushOutcome`). `detail` is the
+/// remote's own lines (`remote: ...`), at most 300 characters, else the last line.
+pub fn classify_push(exit_code: i32, stderr: &str) -> (PushOutcome, String) {
+    if exit_code == 0 {
+        return (PushOutcome::Ok, String::new());
+    }
+    let s = stderr.to_lowercase();
+    let any = |needles: &[&str]| needles.iter().any(|n| s.contains(n));
+    let outcome = if any(&[
+        "(fetch first)",
+        "non-fast-forward",
+        "stale info",
+        "cannot lock ref",
+        "failed to update ref",
+        "incorrect old value",
+        "failed to lock",
+        "unable to update local ref",
+    ]) {
+        PushOutcome::Race
+    } else if any(&[
+        " 401",
+        " 403",
+        " 404",
+        "permission to",
+        "access denied",
+        "not permitted",
+        "authentication failed",
+        "could not read username",
+        "terminal prompts disabled",
+        "repository not found",
+        "unable to access",
+    ]) {
+        PushOutcome::Permission
+    } else if any(&["remote rejected", "hook declined", "[rejected]", "rejected"]) {
+        PushOutcome::Rejected
+    } else {
+        PushOutcome::Other
+    };
+    let remote: Vec<&str> = stderr.lines().filter(|l| l.trim_start().starts_with("remote:")).map(str::trim).collect();
+    let detail = if remote.is_empty() {
+        stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned()
+    } else {
+        remote.join(" ")
+    };
+    (outcome, detail.chars().take(300).collect())
+}
+
+/// Removes credentials from anything that may be printed: `//user:token@host` becomes `//[REDACTED]@host`.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        out.push_str(&rest[..i + 3]);
+        rest = &rest[i + 3..];
+        let end = rest.find(|c: char| c.is_whitespace() || c == '/' || c == '"' || c == '\'').unwrap_or(rest.len());
+        if let Some(at) = rest[..end].rfind('@') {
+            out.push_str("[REDACTED]");
+            rest = &rest[at..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The retry decision after a failed attempt of one store operation: retry after `delayMs`, or give up with
+/// `STORE_CONTENDED` (races) / `STORE_REJECTED` (rejections) / `STORE_PERMISSION` at once. Full-jitter
+/// backoff: `12.5 + random * min(2000, 25 * 2^min(attempts, 16))` ms, within `budget_ms` and at most
+/// [`MAX_REJECTIONS`] rejections. `random` is in `[0, 1)`, supplied by the host.
+#[allow(clippy::too_many_arguments)]
+pub fn retry(
+    what: &str,
+    reference: &str,
+    remote: &str,
+    outcome: PushOutcome,
+    detail: &str,
+    attempts: u32,
+    rejections: u32,
+    elapsed_ms: u64,
+    budget_ms: u64,
+    random: f64,
+) -> Result<Value, CoreError> {
+    let remote = redact(remote);
+    let details = |e: CoreError| {
+        e.with("ref", reference)
+            .with("remote", remote.clone())
+            .with("attempts", attempts)
+            .with("elapsedMs", elapsed_ms)
+            .with("budgetMs", budget_ms)
+    };
+    match outcome {
+        PushOutcome::Ok => return Ok(json!({ "retry": false, "delayMs": 0 })),
+        PushOutcome::Permission => {
+            return Err(details(CoreError::new(
+                ErrorCode::StorePermission,
+                format!(
+                    "Push of {what} to {reference} at {remote} was denied. Grant these credentials write access to the repository (in GitHub Actions: `permissions: {{ contents: write }}`). ({})",
+                    redact(detail)
+                ),
+            )));
+        }
+        PushOutcome::Other => {
+            return Err(details(CoreError::internal(format!(
+                "git failed writing {what} to {reference} at {remote}: {}",
+                redact(detail)
+            ))));
+        }
+        PushOutcome::Race | PushOutcome::Rejected => {}
+    }
+    let random = if random.is_finite() { random.clamp(0.0, 1.0) } else { 0.5 };
+    let cap = (25.0 * f64::from(1u32 << attempts.min(16))).min(2000.0);
+    let delay = (12.5 + random * cap).round() as u64;
+    let give_up = rejections >= MAX_REJECTIONS || elapsed_ms.saturating_add(delay) > budget_ms;
+    if !give_up {
+        return Ok(json!({ "retry": true, "delayMs": delay }));
+    }
+    Err(details(if outcome == PushOutcome::Rejected {
+        CoreError::new(
+            ErrorCode::StoreRejected,
+            format!(
+                "Could not push {what} to {reference} at {remote}: the remote rejected the push ({}).",
+                redact(detail)
+            ),
+        )
+    } else {
+        CoreError::new(
+            ErrorCode::StoreContended,
+            format!(
+                "Could not push {what} to {reference} at {remote}: lost the race for the ref {attempts} times in {elapsed_ms} ms (budget {budget_ms} ms, BATON_STORE_BUDGET_MS)."
+            ),
+        )
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_push_failures() {
+        assert_eq!(classify_push(0, "").0, PushOutcome::Ok);
+        assert_eq!(
+            classify_push(1, " ! [rejected] HEAD -> x (fetch first)\nerror: failed to push").0,
+            PushOutcome::Race
+        );
+        assert_eq!(classify_push(1, " ! [rejected] HEAD -> x (non-fast-forward)").0, PushOutcome::Race);
+        assert_eq!(
+            classify_push(128, "fatal: unable to access 'https://x/': The requested URL returned error: 403").0,
+            PushOutcome::Permission
+        );
+        let (o, d) = classify_push(
+            1,
+            "remote: no pushes on fridays\n ! [remote rejected] HEAD -> x (pre-receive hook declined)",
+        );
+        assert_eq!((o, d.as_str()), (PushOutcome::Rejected, "remote: no pushes on fridays"));
+        assert_eq!(classify_push(1, "fatal: something odd").0, PushOutcome::Other);
+    }
+
+    #[test]
+    fn redacts_credentials() {
+        assert_eq!(
+            redact("https://x-access-token:ghs_123@github.com/o/r.git"),
+            "https://[REDACTED]@github.com/o/r.git"
+        );
+        assert_eq!(
+            redact("fatal: 'https://u:p@h/r' and file:///tmp/x"),
+            "fatal: 'https://[REDACTED]@h/r' and file:///tmp/x"
+        );
+        assert_eq!(redact("no url here"), "no url here");
+    }
+
+    #[test]
+    fn retries_with_full_jitter_within_the_budget() {
+        let r = retry("the lock", "refs/heads/b", "file:///r", PushOutcome::Race, "", 1, 0, 0, 60_000, 0.0).unwrap();
+        assert_eq!(r["delayMs"], 13);
+        let r = retry("the lock", "refs/heads/b", "file:///r", PushOutcome::Race, "", 20, 0, 0, 60_000, 1.0).unwrap();
+        assert_eq!(r["delayMs"], 2013, "capped at 2 s");
+        let e = retry("the lock", "refs/heads/b", "https://u:p@h/r", PushOutcome::Race, "", 9, 0, 59_990, 60_000, 0.5)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::StoreContended);
+        assert_eq!(e.details["remote"], "https://[REDACTED]@h/r");
+        let e = retry("a receipt", "refs/heads/b", "r", PushOutcome::Rejected, "remote: no", 4, 4, 10, 60_000, 0.5)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::StoreRejected);
+        let e =
+            retry("a receipt", "refs/heads/b", "r", PushOutcome::Permission, "403", 1, 0, 10, 60_000, 0.5).unwrap_err();
+        assert_eq!(e.code, ErrorCode::StorePermission);
+    }
+}
