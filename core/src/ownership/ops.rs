@@ -116,7 +116,8 @@ pub struct Written {
 }
 
 fn written(receipt: &Receipt, warnings: Vec<String>, facts: Map<String, Value>) -> Result<Written, CoreError> {
-    Ok(Written { changes: receipt.changes()?, receipt: receipt.to_value(), warnings, facts })
+    let value = receipt.to_value();
+    Ok(Written { changes: receipt.changes_of(&value)?, receipt: value, warnings, facts })
 }
 
 /// A fresh receipt for run `run_id`, carrying the ledger, history and hash key of `previous`.

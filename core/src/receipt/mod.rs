@@ -56,10 +56,15 @@ impl Receipt {
 
     /// The changes that store this receipt: `<runId>.json` and `latest.json`, the same content.
     pub fn changes(&self) -> Result<Vec<Change>, CoreError> {
+        self.changes_of(&self.to_value())
+    }
+
+    /// [`Self::changes`] for `value`, this receipt's [`Self::to_value`] computed once by the caller.
+    pub fn changes_of(&self, value: &Value) -> Result<Vec<Change>, CoreError> {
         let run_id = self.str("runId");
         crate::lock::validate_data_file(&format!("{run_id}.json"))
             .map_err(|_| CoreError::internal(format!("run id `{run_id}` cannot name a receipt file")))?;
-        let content = to_file_json(&self.to_value());
+        let content = to_file_json(value);
         Ok(vec![
             Change::Write { file: format!("{run_id}.json"), content: content.clone() },
             Change::Write { file: LATEST_FILE.into(), content },
