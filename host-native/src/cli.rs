@@ -145,6 +145,17 @@ impl LeaseArgs {
     }
 }
 
+/// The lease a fenced command writes under: holder and epoch, given by flag or exported by `baton run`.
+#[derive(Args, Debug, Clone)]
+pub struct FenceArgs {
+    /// The holder of the lease [default: BATON_HOLDER]
+    #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
+    pub holder: Option<String>,
+    /// The epoch of the lease [default: BATON_EPOCH]
+    #[arg(long, value_name = "N", env = "BATON_EPOCH")]
+    pub epoch: Option<u64>,
+}
+
 /// `baton lock acquire`.
 #[derive(Args, Debug)]
 pub struct AcquireArgs {
@@ -165,12 +176,9 @@ pub struct RenewArgs {
     /// Which lock.
     #[command(flatten)]
     pub target: TargetArgs,
-    /// The holder [default: BATON_HOLDER]
-    #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
-    pub holder: Option<String>,
-    /// The epoch it holds [default: BATON_EPOCH]
-    #[arg(long, value_name = "N", env = "BATON_EPOCH")]
-    pub epoch: Option<u64>,
+    /// The lease the change is fenced by.
+    #[command(flatten)]
+    pub fence: FenceArgs,
     /// The new lifetime from now
     #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
     pub ttl: u64,
@@ -277,12 +285,9 @@ pub struct LedgerArgs {
     /// check: the run would create or change the resource, not only rely on it
     #[arg(long)]
     pub change: bool,
-    /// The holder of the lease [default: BATON_HOLDER]
-    #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
-    pub holder: Option<String>,
-    /// The epoch of the lease [default: BATON_EPOCH]
-    #[arg(long, value_name = "N", env = "BATON_EPOCH")]
-    pub epoch: Option<u64>,
+    /// The lease the change is fenced by.
+    #[command(flatten)]
+    pub fence: FenceArgs,
 }
 
 /// `baton receipt ...`.
@@ -322,12 +327,9 @@ pub struct WriteArgs {
     /// Which cell.
     #[command(flatten)]
     pub target: TargetArgs,
-    /// The holder of the lease [default: BATON_HOLDER]
-    #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
-    pub holder: Option<String>,
-    /// The epoch of the lease [default: BATON_EPOCH]
-    #[arg(long, value_name = "N", env = "BATON_EPOCH")]
-    pub epoch: Option<u64>,
+    /// The lease the change is fenced by.
+    #[command(flatten)]
+    pub fence: FenceArgs,
 }
 
 /// `baton lock release`.
@@ -336,10 +338,7 @@ pub struct ReleaseArgs {
     /// Which lock.
     #[command(flatten)]
     pub target: TargetArgs,
-    /// The holder that acquired the lock [default: BATON_HOLDER]
-    #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
-    pub holder: Option<String>,
-    /// Release only if the lock is still at this epoch [default: BATON_EPOCH]
-    #[arg(long, value_name = "N", env = "BATON_EPOCH")]
-    pub epoch: Option<u64>,
+    /// The lease the change is fenced by.
+    #[command(flatten)]
+    pub fence: FenceArgs,
 }

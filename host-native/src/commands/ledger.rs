@@ -1,6 +1,6 @@
 //! `baton ledger ...`, `baton receipt ...` and `baton status`: what a scope owns, and fenced changes to it.
 
-use super::lock::{Target, data, required_holder, target};
+use super::lock::{Target, data, required_fence, target};
 use crate::cli::{LedgerArgs, ReceiptShowArgs, StatusArgs, TargetArgs};
 use crate::engine::CoreComponent;
 use crate::error::HostError;
@@ -17,17 +17,9 @@ fn resource(args: &LedgerArgs) -> Result<Value, HostError> {
     )
 }
 
-fn fence(args: &LedgerArgs, what: &str) -> Result<(String, u64), HostError> {
-    let holder = required_holder(&args.holder, what)?;
-    let epoch = args
-        .epoch
-        .ok_or_else(|| HostError::usage(format!("{what} needs the epoch: pass --epoch (or set BATON_EPOCH)")))?;
-    Ok((holder, epoch))
-}
-
 /// `baton ledger intend|record|forget`: one fenced transaction on the scope's receipt.
 pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome {
-    let (holder, epoch) = fence(args, "changing the ledger")?;
+    let (holder, epoch) = required_fence(&args.fence, "changing the ledger")?;
     let res = resource(args)?;
     let t = target(core, &args.target)?;
     let id = args.id.clone();
@@ -61,9 +53,10 @@ pub fn check(core: &mut CoreComponent, args: &LedgerArgs) -> Outcome {
     let t = target(core, &args.target)?;
     let others = t.store.list(core, &t.env)?;
     let pred = predecessor(core, &t)?;
-    let holder = args.holder.clone().filter(|h| !h.trim().is_empty());
-    let request = |cell: Value, now: i64| json!({ "cell": cell, "holder": holder, "epoch": args.epoch, "nowMs": now, "resource": res, "change": args.change, "others": others, "predecessor": pred });
-    let answer = if holder.is_some() && args.epoch.is_some() {
+    let holder = args.fence.holder.clone().filter(|h| !h.trim().is_empty());
+    let epoch = args.fence.epoch;
+    let request = |cell: Value, now: i64| json!({ "cell": cell, "holder": holder, "epoch": epoch, "nowMs": now, "resource": res, "change": args.change, "others": others, "predecessor": pred });
+    let answer = if holder.is_some() && epoch.is_some() {
         t.store.transact(core, &t.env, &t.scope, |core, cell, now| core.invoke("ledger-check", &request(cell, now)))?
     } else {
         t.store.read(core, &t.env, &t.scope, |core, cell, now| core.invoke("ledger-check", &request(cell, now)))?

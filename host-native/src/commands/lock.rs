@@ -1,6 +1,6 @@
 //! `baton lock acquire|release|status`.
 
-use crate::cli::{AcquireArgs, BreakArgs, ReleaseArgs, RenewArgs, TargetArgs};
+use crate::cli::{AcquireArgs, BreakArgs, FenceArgs, ReleaseArgs, RenewArgs, TargetArgs};
 use crate::driver::Driver;
 use crate::duration::human;
 use crate::engine::CoreComponent;
@@ -41,11 +41,20 @@ pub(crate) fn data(t: &Target, fields: impl IntoIterator<Item = (&'static str, V
     data
 }
 
-/// A holder given by flag or `BATON_HOLDER`, or `USAGE` saying which flag to pass.
-pub(crate) fn required_holder(holder: &Option<String>, what: &str) -> Result<String, HostError> {
-    holder.clone().filter(|h| !h.trim().is_empty()).ok_or_else(|| {
+/// The holder given by flag or `BATON_HOLDER`, or `USAGE` saying which flag to pass.
+pub(crate) fn required_holder(fence: &FenceArgs, what: &str) -> Result<String, HostError> {
+    fence.holder.clone().filter(|h| !h.trim().is_empty()).ok_or_else(|| {
         HostError::usage(format!("{what} needs the holder that acquired the lock: pass --holder (or set BATON_HOLDER)"))
     })
+}
+
+/// Holder and epoch given by flags or exported by `baton run`, or `USAGE` saying which flag to pass.
+pub(crate) fn required_fence(fence: &FenceArgs, what: &str) -> Result<(String, u64), HostError> {
+    let holder = required_holder(fence, what)?;
+    let epoch = fence
+        .epoch
+        .ok_or_else(|| HostError::usage(format!("{what} needs the epoch: pass --epoch (or set BATON_EPOCH)")))?;
+    Ok((holder, epoch))
 }
 
 /// `baton lock acquire`: one lease acquisition through the core's lease machine (which also does the
@@ -131,9 +140,7 @@ pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
 
 /// `baton lock renew`.
 pub fn renew(core: &mut CoreComponent, args: &RenewArgs) -> Outcome {
-    let holder = required_holder(&args.holder, "renewing")?;
-    let epoch =
-        args.epoch.ok_or_else(|| HostError::usage("renewing needs the epoch: pass --epoch (or set BATON_EPOCH)"))?;
+    let (holder, epoch) = required_fence(&args.fence, "renewing")?;
     let t = target(core, &args.target)?;
     let ttl = args.ttl;
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
@@ -178,10 +185,10 @@ pub fn break_lock(core: &mut CoreComponent, args: &BreakArgs) -> Outcome {
 
 /// `baton lock release`.
 pub fn release(core: &mut CoreComponent, args: &ReleaseArgs) -> Outcome {
-    let holder = required_holder(&args.holder, "releasing")?;
+    let holder = required_holder(&args.fence, "releasing")?;
     let t = target(core, &args.target)?;
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, _now| {
-        core.invoke("lock-release", &json!({ "cell": cell, "holder": holder, "epoch": args.epoch }))
+        core.invoke("lock-release", &json!({ "cell": cell, "holder": holder, "epoch": args.fence.epoch }))
     })?;
     let released = answer["released"].as_bool().unwrap_or(false);
     if !args.target.json {

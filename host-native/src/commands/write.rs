@@ -1,6 +1,6 @@
 //! `baton write FILE`: a fenced write of one data file of the cell, content from stdin.
 
-use super::lock::{data, required_holder, target};
+use super::lock::{data, required_fence, target};
 use crate::cli::WriteArgs;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
@@ -10,10 +10,7 @@ use std::io::Read;
 
 /// Reads stdin and writes it to `FILE` of the cell if the holder still holds the lease at the epoch.
 pub fn run(core: &mut CoreComponent, args: &WriteArgs) -> Outcome {
-    let holder = required_holder(&args.holder, "a fenced write")?;
-    let epoch = args
-        .epoch
-        .ok_or_else(|| HostError::usage("a fenced write needs the epoch: pass --epoch (or set BATON_EPOCH)"))?;
+    let (holder, epoch) = required_fence(&args.fence, "a fenced write")?;
     let mut content = String::new();
     std::io::stdin().read_to_string(&mut content).map_err(|e| HostError::io("cannot read stdin", &e))?;
     let t = target(core, &args.target)?;
