@@ -267,7 +267,8 @@ pub fn read(cell: &Cell, now: UnixMs) -> Result<Option<LockView>, CoreError> {
 }
 
 /// Takes the lock over on purpose, whatever is there (live, expired, corrupt or nothing), and records who
-/// broke what and why in the new lock (`broke`). The old lock is returned as `preempted`.
+/// broke what and why in the new lock (`broke`) and in the scope's receipt (`lockBreaks`). The old lock is
+/// returned as `preempted`.
 pub fn break_lock(cell: &Cell, holder: &str, ttl_ms: u64, now: UnixMs, reason: &str) -> Result<Grant, CoreError> {
     validate_holder(holder)?;
     validate_ttl(ttl_ms)?;
@@ -288,9 +289,21 @@ pub fn break_lock(cell: &Cell, holder: &str, ttl_ms: u64, now: UnixMs, reason: &
     if let Some(why) = corrupt {
         broke.insert("corrupt".into(), why.into());
     }
+    let mut record = broke.clone();
+    record.insert("by".into(), holder.into());
+    record.insert("epoch".into(), epoch.into());
     let mut extra = Map::new();
     extra.insert("broke".into(), Value::Object(broke));
-    let (lock, changes) = grant(holder, ttl_ms, now, epoch, extra)?;
+    let (lock, mut changes) = grant(holder, ttl_ms, now, epoch, extra)?;
+    // Recorded in the scope's receipt too (appended to `lockBreaks`), in the same transaction; an unreadable
+    // receipt is left as it is.
+    if let Ok(Some(mut receipt)) = crate::receipt::read_receipt(cell) {
+        let mut breaks = receipt.doc.get("lockBreaks").and_then(Value::as_array).cloned().unwrap_or_default();
+        breaks.push(Value::Object(record));
+        receipt.set("lockBreaks", breaks);
+        let content = crate::cell::to_file_json(&receipt.to_value());
+        changes.push(Change::Write { file: crate::receipt::LATEST_FILE.into(), content });
+    }
     Ok(Grant { changes, lock, preempted: current })
 }
 

@@ -376,10 +376,13 @@ fn succession_simulation() {
     let count = env_u64("BATON_SIM_SCHEDULES", 2_000);
     let first = env_u64("BATON_SIM_SEED", 0);
     let started = std::time::Instant::now();
-    // The known deviation (a handover of an adopted entry) is counted; `BATON_SIM_SUCCESSION_STRICT=1` fails it.
-    let strict = env_u64("BATON_SIM_SUCCESSION_STRICT", 0) != 0;
+    // The known deviation (a handover of an adopted entry) is counted; `BATON_SIM_SUCCESSION_STRICT=1` fails it,
+    // `=2` also fails blind create races (to show one).
+    let level = env_u64("BATON_SIM_SUCCESSION_STRICT", 0);
+    let (strict, strict_races) = (level >= 1, level >= 2);
     let (c, failed) = run_many_succession(first, count, |seed| succession::SuccessionPlan {
         strict,
+        strict_races,
         ..succession::SuccessionPlan::generate(seed)
     });
     if let Some((seed, f)) = failed {

@@ -141,9 +141,11 @@ fn new_run_receipt(cell: &Cell, run_id: &str, epoch: u64, now: UnixMs, previous:
     let key = previous.map(|p| p.str("hashKey").to_owned()).unwrap_or_default();
     doc.insert("hashKey".into(), json!(key));
     doc.insert("epoch".into(), json!(epoch));
-    // Who took this scope's resources over stays on record across later runs of the scope.
-    if let Some(s) = previous.and_then(|p| p.doc.get("supersededBy")) {
-        doc.insert("supersededBy".into(), s.clone());
+    // Who took this scope's resources over, and deliberate lock breaks, stay on record across later runs.
+    for key in ["supersededBy", "lockBreaks"] {
+        if let Some(v) = previous.and_then(|p| p.doc.get(key)) {
+            doc.insert(key.into(), v.clone());
+        }
     }
     Receipt { doc, ledger: previous.map(|p| p.ledger.clone()).unwrap_or_default() }
 }

@@ -148,8 +148,10 @@ pub(crate) struct SuccessionPlan {
     pub(crate) lost_permille: u64,
     pub(crate) runs: Vec<RunPlan>,
     pub(crate) sabotage: Sabotage,
-    /// Whether the known deviations (see `Counters::adopted_handovers`) fail the schedule.
+    /// Whether the known deviation (see `Counters::adopted_handovers`) fails the schedule.
     pub(crate) strict: bool,
+    /// Whether blind races (two owners that neither check could see) fail the schedule, to show one.
+    pub(crate) strict_races: bool,
     pub(crate) horizon: u64,
 }
 
@@ -245,6 +247,7 @@ impl SuccessionPlan {
             runs,
             sabotage: Sabotage::None,
             strict: false,
+            strict_races: false,
             horizon: 0,
         };
         plan.horizon = plan.compute_horizon();
@@ -449,6 +452,9 @@ enum Reply {
 }
 
 type Outcome = Result<Reply, &'static str>;
+
+/// What a writing operation answers: its changes, the receipt as stored, and the other facts.
+type Changed = (Vec<Change>, Value, Map<String, Value>);
 
 enum Ev {
     Start(usize),
@@ -1486,7 +1492,7 @@ impl World<'_> {
         let plan = self.plan;
         let cell = &self.cells[c];
         let rp = &plan.runs[r];
-        let answer: Result<(Vec<Change>, Value, Map<String, Value>), CoreError> =
+        let answer: Result<Changed, CoreError> =
             match req {
                 Req::Begin => {
                     // As host-native: only a predecessor with a receipt takes part (`branch-feat-y` has none).
@@ -1678,6 +1684,7 @@ impl World<'_> {
     }
 
     /// Scope `c` starts listing key `k` as owned: S1 against every other scope that lists it.
+    #[allow(clippy::needless_range_loop)] // `t` indexes several per-scope tables.
     fn claim(&mut self, r: usize, c: usize, k: usize, req: &Req, seq: u64) -> Result<(), Failure> {
         self.since[c][k] = seq;
         self.excuse[c][k] = 0;
@@ -1700,14 +1707,18 @@ impl World<'_> {
                 self.c.first_inherited_double_seed = self.c.first_inherited_double_seed.min(self.plan.seed);
             } else {
                 let evidence = self.runs[r].list_seq;
-                if self.since[t][k] <= evidence {
-                    let detail = format!(
-                        "{} of run-{r} made {} list k{k} (#{seq}), whose ledger-check read a listing (#{evidence}) in which {} already listed it (since #{})",
-                        req.name(),
-                        SCOPES[c],
-                        SCOPES[t],
-                        self.since[t][k]
-                    );
+                let seen = self.since[t][k] <= evidence;
+                if seen || self.plan.strict_races {
+                    let (name, scope, other, since) = (req.name(), SCOPES[c], SCOPES[t], self.since[t][k]);
+                    let detail = if seen {
+                        format!(
+                            "{name} of run-{r} made {scope} list k{k} (#{seq}), whose ledger-check read a listing (#{evidence}) in which {other} already listed it (since #{since})"
+                        )
+                    } else {
+                        format!(
+                            "blind create race (failed because BATON_SIM_SUCCESSION_STRICT=2): {name} of run-{r} made {scope} list k{k} (#{seq}); its ledger-check read a listing (#{evidence}) taken before {other} claimed it (#{since})"
+                        )
+                    };
                     return Err(self.fail(S1, detail));
                 }
                 // Blind: the check's listing was taken before the other scope's claim.
@@ -1721,6 +1732,7 @@ impl World<'_> {
 
     /// After a committed handover: the branch lists none of what was handed over (S1), and what left the
     /// branch is owned by the PR, unless the PR deleted it since its final receipt (S2).
+    #[allow(clippy::needless_range_loop)] // `k` indexes several per-key tables.
     fn check_handed_over(&mut self, r: usize, keys: &[u8], before: &[u8; MAX_KEYS]) -> Result<(), Failure> {
         for &k in keys {
             let k = usize::from(k);
