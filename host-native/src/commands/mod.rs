@@ -8,7 +8,7 @@ pub mod write;
 
 use crate::engine::CoreComponent;
 use crate::error::HostError;
-use crate::store::{DirStore, Store};
+use crate::store::{DirStore, GitStore, Store};
 use serde_json::json;
 
 /// Opens the store named by `spec` (`--store` / `BATON_STORE`), or the default: `.baton/` at the repository
@@ -40,6 +40,13 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Re
             let path =
                 answer["path"].as_str().ok_or_else(|| HostError::internal(format!("store-spec answered {answer}")))?;
             Ok(Store::Dir(DirStore::new(path)))
+        }
+        Some("git") => {
+            let field =
+                |k: &str| answer[k].as_str().ok_or_else(|| HostError::internal("store-spec answered without `{k}`"));
+            let (remote, prefix, label) = (field("remote")?, field("prefix")?, field("label")?);
+            let budget = answer["budgetMs"].as_u64().unwrap_or(60_000);
+            Ok(Store::Git(GitStore::new(remote, prefix, budget, label)))
         }
         _ => Err(HostError::usage(format!("the store {} is not supported by this build", answer["label"]))),
     }

@@ -5,9 +5,11 @@
 //! meaning, so everything above this module is store-agnostic.
 
 pub mod dir;
+pub mod git;
 pub mod mutex;
 
 pub use dir::DirStore;
+pub use git::GitStore;
 
 use crate::engine::CoreComponent;
 use crate::error::HostError;
@@ -18,6 +20,8 @@ use serde_json::Value;
 pub enum Store {
     /// `dir:<path>`: one machine.
     Dir(DirStore),
+    /// `git:<remote>`: one orphan ref per cell on a remote every runner can push to.
+    Git(GitStore),
 }
 
 impl Store {
@@ -25,6 +29,16 @@ impl Store {
     pub fn spec(&self) -> String {
         match self {
             Self::Dir(s) => s.spec(),
+            Self::Git(s) => s.spec(),
+        }
+    }
+
+    /// The spec a child process (`baton run`'s command) needs to open the same store: [`Self::spec`] with
+    /// the credentials a git remote URL may carry.
+    pub fn export_spec(&self) -> String {
+        match self {
+            Self::Dir(s) => s.spec(),
+            Self::Git(s) => s.export_spec(),
         }
     }
 
@@ -39,6 +53,7 @@ impl Store {
     ) -> Result<Value, HostError> {
         match self {
             Self::Dir(s) => s.transact(core, env, scope, decide),
+            Self::Git(s) => s.transact(core, env, scope, decide),
         }
     }
 
@@ -52,6 +67,7 @@ impl Store {
     ) -> Result<T, HostError> {
         match self {
             Self::Dir(s) => s.read(core, env, scope, decide),
+            Self::Git(s) => s.read(core, env, scope, decide),
         }
     }
 
@@ -59,6 +75,7 @@ impl Store {
     pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
         match self {
             Self::Dir(s) => s.list(core, env),
+            Self::Git(s) => s.list(core, env),
         }
     }
 
@@ -72,6 +89,7 @@ impl Store {
     ) -> Result<Option<String>, HostError> {
         match self {
             Self::Dir(s) => s.read_file(core, env, scope, file),
+            Self::Git(s) => s.read_file(core, env, scope, file),
         }
     }
 }
