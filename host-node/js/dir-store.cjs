@@ -10,6 +10,7 @@ const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
 const { takeMutex, releaseMutex, DEFAULT_WAIT_MS } = require('./mutex.cjs');
 const { repoRoot } = require('./git.cjs');
+const { CellStore } = require('./cell-store.cjs');
 
 /** A BatonError for a failed file operation: STORE_PERMISSION when access is denied, INTERNAL otherwise. */
 function ioError(e) {
@@ -111,8 +112,9 @@ function waitBound(option) {
  * goes through `transact`, so a wrapper that overrides `transact` (to add latency or failures in tests, or
  * logging) sees every transaction, the lease's included.
  */
-class DirStore {
+class DirStore extends CellStore {
   constructor(root, waitMs) {
+    super();
     /** The kind of store. */
     this.kind = 'dir';
     /** The store's root directory. */
@@ -135,44 +137,6 @@ class DirStore {
     return transact(this.path, { env, scope, waitMs: this.mutexWaitMs }, (cell, nowMs) =>
       call(op, { ...request, cell, nowMs }),
     );
-  }
-
-  /** Acquires the lock of a cell (taking over an expired one, returned as `preempted`); LOCK_HELD if live. */
-  async acquireLock({ env, scope, holder, ttlMs }) {
-    const a = await this.transact({ env, scope }, 'lock-acquire', { holder, ttlMs });
-    return { lock: a.lock, preempted: a.preempted };
-  }
-
-  /** Extends the holder's lease to now + ttlMs; LOCK_LOST if it is not held by `holder` at `epoch`. */
-  async renewLock({ env, scope, holder, epoch, ttlMs }) {
-    const a = await this.transact({ env, scope }, 'lock-renew', { holder, epoch, ttlMs });
-    return { lock: a.lock };
-  }
-
-  /** Releases the lock if `holder` holds it (at `epoch` when given); otherwise reports what is there. */
-  async releaseLock({ env, scope, holder, epoch }) {
-    const a = await this.transact({ env, scope }, 'lock-release', { holder, epoch: epoch ?? null });
-    return { released: a.released, current: a.current };
-  }
-
-  /** The lock of a cell with its `expired` flag, or null; LOCK_CORRUPT when it cannot be read. */
-  async readLock({ env, scope }) {
-    return (await this.transact({ env, scope }, 'lock-read', {})).lock;
-  }
-
-  /** Takes the lock over on purpose, whatever is there, recording `reason`; the old lock is `preempted`. */
-  async breakLock({ env, scope, holder, ttlMs, reason }) {
-    const a = await this.transact({ env, scope }, 'lock-break', { holder, ttlMs, reason });
-    return { lock: a.lock, preempted: a.preempted };
-  }
-
-  /**
-   * Writes data file `file` of the cell only if `holder` holds the lock at `epoch`, checked in the same
-   * transaction (LOCK_LOST and nothing written otherwise). A lease's `write` is this with its own epoch.
-   */
-  async fencedWrite({ env, scope, holder, epoch, file, content }) {
-    const a = await this.transact({ env, scope }, 'fenced-write', { holder, epoch, file, content });
-    return { lock: a.lock };
   }
 
   /**
@@ -233,21 +197,31 @@ class DirStore {
     }
     return listed.sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
   }
+
+  /** Nothing to free (a git store removes its working clone): here so that any store can be closed. */
+  async close() {}
 }
 
 /**
- * Opens the store named by `spec` (`dir:<path>`), else by BATON_STORE, else `.baton/` at the git root of
- * `cwd` (or in `cwd` outside a repository). Git is asked only when no store is named. Throws USAGE for an
- * unknown store.
+ * Opens the store named by `spec` (`dir:<path>` or `git:<remote>`), else by BATON_STORE, else `.baton/` at
+ * the git root of `cwd` (or in `cwd` outside a repository). Git is asked only when no store is named. A git
+ * store takes its ref prefix from BATON_GIT_PREFIX and its retry budget from BATON_STORE_BUDGET_MS (the core
+ * judges both). Throws USAGE for an unknown store.
  * @param {string} [spec]
  * @param {{cwd?: string, mutexWaitMs?: number}} [opts]
  */
 function openStore(spec, opts = {}) {
   const cwd = path.resolve(opts.cwd ?? process.cwd());
   const named = [spec, process.env.BATON_STORE].find((s) => typeof s === 'string' && s.trim() !== '');
-  let answer = call('store-spec', { spec: named ?? null, repoRoot: null, cwd });
-  if (answer.source === 'default') answer = call('store-spec', { spec: null, repoRoot: repoRoot(cwd), cwd });
-  if (answer.kind !== 'dir') throw hostError('USAGE', `this package cannot open a ${answer.kind} store yet`, { store: named });
+  const git = { prefix: process.env.BATON_GIT_PREFIX ?? null, budgetMs: process.env.BATON_STORE_BUDGET_MS ?? null };
+  let answer = call('store-spec', { spec: named ?? null, repoRoot: null, cwd, ...git });
+  if (answer.source === 'default') answer = call('store-spec', { spec: null, repoRoot: repoRoot(cwd), cwd, ...git });
+  if (answer.kind === 'git') {
+    // Required here, not at the top: git-store.cjs needs nothing of this file, and most users never load it.
+    const { GitStore } = require('./git-store.cjs');
+    return new GitStore(answer, { cwd });
+  }
+  if (answer.kind !== 'dir') throw hostError('USAGE', `this package cannot open a ${answer.kind} store`, { store: answer.label });
   return new DirStore(answer.path, waitBound(opts.mutexWaitMs));
 }
 

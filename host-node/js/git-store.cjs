@@ -1,0 +1,557 @@
+'use strict';
+/**
+ * The git store (`git:<remote>`): every cell lives on its own orphan ref of a remote,
+ * `refs/heads/<prefix>/<env>/<scope>` (segments from the core's `cell-path`), holding a `README.md` at its
+ * root and the cell's files in `<env dir>/<scope dir>/`. The remote's atomic ref update is the
+ * compare-and-swap: a transaction commits the core's changes on the tip it last knew and pushes them with
+ * `--force-with-lease=<ref>:<that tip>` (the remote moves the ref only if it is still there, so nothing is
+ * ever overwritten); a refused push means another writer won, and the transaction starts again from a
+ * fresh fetch, paced and bounded by the core (`git-retry`).
+ *
+ * The holder commits on the tip it pushed itself and fetches only when a push is refused, on the first use
+ * of a cell, or when a decision on the remembered tip refused or changed nothing (it may be stale): a
+ * renewal or a fenced write costs one push. Read-only operations and `list` always ask the remote. A ref
+ * deleted while a run holds its lock is a deleted lock: the holder's next push is refused, the fresh fetch
+ * shows an empty cell, and the core answers LOCK_LOST.
+ *
+ * The core decides the ref names, what a push failure means, whether and when to retry, the README, and
+ * what may be printed (`redact`); this file runs git, as the native store (host-native/src/store/git.rs)
+ * does. Every operation of one store object runs in one working clone (a private bare repository in a temp
+ * directory), one at a time.
+ */
+const fs = require('node:fs/promises');
+const { rmSync } = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { createHash } = require('node:crypto');
+const { execFile } = require('node:child_process');
+const { setTimeout: sleep } = require('node:timers/promises');
+const { BatonError } = require('./errors.cjs');
+const { call, hostError } = require('./core.cjs');
+const { repoRoot } = require('./git.cjs');
+const { CellStore } = require('./cell-store.cjs');
+const { git, parseBatch } = require('./git-run.cjs');
+
+const LATEST = 'latest.json';
+
+/** `text` without credentials embedded in URLs (core `redact`). */
+const redact = (text) => call('redact', { text: String(text) }).text;
+
+/** The last non-blank line of a command's stderr, redacted. */
+function lastLine(stderr) {
+  const lines = String(stderr).split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  return redact(lines.length > 0 ? lines[lines.length - 1] : 'no output');
+}
+
+/**
+ * `e` as a BatonError that names no credentials: message, stack and details redacted. Anything but a
+ * BatonError becomes INTERNAL (its message redacted, the original not kept: it may name the remote).
+ */
+function scrub(e) {
+  const err =
+    e instanceof BatonError ? e : hostError('INTERNAL', `The git store failed: ${redact(e && e.message ? e.message : String(e))}`);
+  err.message = redact(err.message);
+  if (typeof err.stack === 'string') err.stack = redact(err.stack);
+  if (typeof err.hint === 'string') err.hint = redact(err.hint);
+  try {
+    err.details = JSON.parse(redact(JSON.stringify(err.details ?? {})));
+  } catch {
+    err.details = {};
+  }
+  return err;
+}
+
+/** Working clones not removed yet: removed when the process exits, should nobody have closed their store. */
+const liveClones = new Set();
+let exitHook = false;
+function track(dir) {
+  liveClones.add(dir);
+  if (!exitHook) {
+    exitHook = true;
+    process.on('exit', () => {
+      for (const d of liveClones) {
+        try {
+          rmSync(d, { recursive: true, force: true });
+        } catch {
+          // best effort
+        }
+      }
+    });
+  }
+}
+
+/**
+ * The commit message of a change set and what it is, for the core's retry messages (as the native store):
+ * `receipt <env>/<scope> <runId> (<status>)`, `unlock <env>/<scope> <holder>`, `renew ...`,
+ * `lock <env>/<scope> <holder> (epoch <n>)`, else `update <env>/<scope>`.
+ * @param {string} env @param {string} scope @param {object[]} changes @param {string | undefined} oldLock
+ */
+function describe(env, scope, changes, oldLock) {
+  const parse = (text) => {
+    try {
+      const v = JSON.parse(text);
+      return v !== null && typeof v === 'object' ? v : {};
+    } catch {
+      return {};
+    }
+  };
+  const str = (v) => (typeof v === 'string' ? v : '?');
+  const cell = `${env}/${scope}`;
+  const latest = changes.find((c) => c.file === LATEST && c.op === 'write');
+  if (latest) {
+    const r = parse(latest.content);
+    return { message: `receipt ${cell} ${str(r.runId)} (${str(r.status)})`, what: 'a receipt' };
+  }
+  const old = parse(oldLock);
+  const lock = changes.find((c) => c.file === 'lock.json');
+  if (lock?.op === 'delete') return { message: `unlock ${cell} ${str(old.holder)}`, what: 'the unlock' };
+  if (lock) {
+    const now = parse(lock.content);
+    if (old.holder === now.holder && JSON.stringify(old.epoch) === JSON.stringify(now.epoch)) {
+      return { message: `renew ${cell} ${str(now.holder)}`, what: 'the renewal' };
+    }
+    return { message: `lock ${cell} ${str(now.holder)} (epoch ${JSON.stringify(now.epoch ?? null)})`, what: 'the lock' };
+  }
+  return { message: `update ${cell}`, what: 'the change' };
+}
+
+/**
+ * The `http.<url>.extraheader` settings of the repository at `cwd`, as git config text for the working
+ * clone (empty when there are none, or no repository).
+ */
+function inheritedAuthConfig(cwd) {
+  return new Promise((resolve) => {
+    execFile(
+      'git',
+      ['config', '--get-regexp', '^http\\..*\\.extraheader$'],
+      { cwd, env: { ...process.env, GIT_TERMINAL_PROMPT: '0' }, encoding: 'utf8' },
+      (error, stdout) => {
+        let config = '';
+        for (const line of (stdout ?? '').split('\n')) {
+          const space = line.indexOf(' ');
+          if (space < 0) continue;
+          const key = line.slice(0, space);
+          const value = line.slice(space + 1);
+          const m = /^http\.(.*)\.extraheader$/.exec(key);
+          if (!m) continue;
+          const quote = (t) => t.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
+          config += `[http "${quote(m[1])}"]\n\textraheader = "${quote(value)}"\n`;
+        }
+        resolve(error && config === '' ? '' : config);
+      },
+    );
+  });
+}
+
+/** Refuses a change the core should never ask for (outside the cell). */
+function checkChange(change) {
+  if (typeof change.file !== 'string' || !/^[^/\\.][^/\\]*$/.test(change.file) || !['write', 'delete'].includes(change.op)) {
+    throw new Error(`the core asked for a change outside the cell: ${JSON.stringify(change)}`);
+  }
+}
+
+/**
+ * A git store. Obtain one with `openStore('git:<remote>')`; the interface is the dir store's (`transact`,
+ * `read`, `list`, the lock methods), plus `close()`, which removes the working clone.
+ */
+class GitStore extends CellStore {
+  #remote;
+  #cwd;
+  /** The working clone, once created. */
+  #clone = null;
+  /** The tail of the queue every operation of this store runs through, one at a time. */
+  #tail = Promise.resolve();
+  /** `<repo root or cwd>/.baton/unpushed`, once asked for. */
+  #fallback = null;
+  #cellFiles = null;
+  /** The last known tip of each cell ref (null: known absent); a ref not in it is fetched first. */
+  #tips = new Map();
+
+  /**
+   * @param {{remote: string, prefix: string, budgetMs: number, label: string}} spec the core's `store-spec`
+   * @param {{cwd: string}} opts
+   */
+  constructor(spec, { cwd }) {
+    super();
+    /** The kind of store. */
+    this.kind = 'git';
+    /** The remote, credentials redacted. */
+    this.path = spec.label;
+    /** The ref prefix (`refs/heads/<prefix>/<env>/<scope>`; BATON_GIT_PREFIX). */
+    this.prefix = spec.prefix;
+    /** The retry budget of one operation, in milliseconds (BATON_STORE_BUDGET_MS). */
+    this.budgetMs = spec.budgetMs;
+    this.#remote = spec.remote;
+    this.#cwd = cwd;
+  }
+
+  /** The working clone's directory, or null before the first operation and after `close()`. */
+  get workdir() {
+    return this.#clone;
+  }
+
+  /** Runs `fn` after every operation queued before it; errors leave the store usable and name no secret. */
+  #exclusive(fn) {
+    const run = this.#tail.then(() => fn());
+    this.#tail = run.catch(() => {});
+    return run.catch((e) => {
+      throw scrub(e);
+    });
+  }
+
+  /**
+   * Creates the working clone on first use: a 0700 temp dir, a bare `git init`, `remote add origin`, and
+   * the `http.<url>.extraheader` settings of the repository at `cwd` (how CI checkouts such as
+   * actions/checkout authenticate), written to the clone's config, never on a command line.
+   */
+  async #workdir() {
+    if (this.#clone !== null) return this.#clone;
+    if (this.#remote.startsWith('-')) throw hostError('USAGE', 'a git store remote cannot start with `-`');
+    const hash = createHash('sha256').update(this.#remote).digest('hex').slice(0, 12);
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), `baton-git-${hash}-`));
+    track(dir);
+    try {
+      await fs.chmod(dir, 0o700);
+      let r = await git(dir, ['init', '-q', '--bare', '.']);
+      if (r.code !== 0) throw hostError('INTERNAL', `git init failed: ${lastLine(r.stderr)}`);
+      const extra = await inheritedAuthConfig(this.#cwd);
+      if (extra !== '') await fs.appendFile(path.join(dir, 'config'), `\n${extra}`);
+      r = await git(dir, ['remote', 'add', 'origin', this.#remote]);
+      if (r.code !== 0) throw hostError('INTERNAL', `git remote add failed: ${lastLine(r.stderr)}`);
+    } catch (e) {
+      liveClones.delete(dir);
+      await fs.rm(dir, { recursive: true, force: true }).catch(() => {});
+      throw e;
+    }
+    this.#clone = dir;
+    return dir;
+  }
+
+  /**
+   * The error of a fetch or ls-remote that failed (as the native store): STORE_PERMISSION when the core
+   * classifies git's words as a permission problem, INTERNAL otherwise.
+   */
+  #readError(result, what) {
+    const { outcome, detail } = call('git-push-outcome', { exitCode: Math.max(result.code, 1), stderr: result.stderr });
+    const details = { ref: what, remote: this.path };
+    if (outcome === 'permission') {
+      return hostError(
+        'STORE_PERMISSION',
+        `Cannot read the store remote ${this.path} (${what}): it does not exist, is unreachable, or these credentials cannot read it. Grant them read and write access to the repository (in GitHub Actions: \`permissions: { contents: write }\`). (${redact(detail)})`,
+        details,
+      );
+    }
+    return hostError('INTERNAL', `git could not read ${what} from ${this.path}: ${redact(detail)}`, details);
+  }
+
+  /** Fetches the cell's ref: its tip, or null when the remote has no such ref. Remembers the tip. */
+  async #fetch(clone, ref) {
+    const r = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ref]);
+    let tip;
+    if (r.code === 0) {
+      const head = await fs.readFile(path.join(clone, 'FETCH_HEAD'), 'utf8').catch(() => '');
+      tip = head.split(/\s/)[0];
+      if (!/^[0-9a-f]{40,64}$/.test(tip)) throw hostError('INTERNAL', 'git fetch left no FETCH_HEAD');
+    } else if (r.stderr.includes("couldn't find remote ref")) {
+      tip = null;
+    } else {
+      throw this.#readError(r, ref);
+    }
+    this.#tips.set(ref, tip);
+    return tip;
+  }
+
+  /** The cell's state files at `tip` (none without a tip). */
+  async #load(clone, tip, dir) {
+    const files = {};
+    if (tip === null) return files;
+    this.#cellFiles ??= call('cell-files', {});
+    const lines = this.#cellFiles.map((name) => `${tip}:${dir}/${name}`);
+    const r = await git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+    if (r.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(r.stderr)}`);
+    parseBatch(r.stdout, lines.length).forEach((entry, i) => {
+      // Invalid UTF-8 becomes U+FFFD, which the core reports as a corrupt file.
+      if (entry !== null && entry.type === 'blob') files[this.#cellFiles[i]] = entry.content.toString('utf8');
+    });
+    return files;
+  }
+
+  /**
+   * Builds the commit of a change set with one `git fast-import` (as the native store): on `tip`, or without
+   * one on a new root commit holding only `README.md` (`Start receipts for <env>/<scope>`); `README.md` set
+   * and the changes applied to `<dir>/`. Returns the new commit.
+   */
+  async #commit(clone, tip, env, scope, dir, changes, message) {
+    const readme = call('git-readme', { parentObject: env === '_locks' }).text;
+    const parts = [];
+    const data = (text) => {
+      parts.push(Buffer.from(`data ${Buffer.byteLength(text, 'utf8')}\n`), Buffer.from(text, 'utf8'), Buffer.from('\n'));
+    };
+    const line = (text) => parts.push(Buffer.from(`${text}\n`));
+    line('reset refs/baton/new');
+    let from = `from ${tip}`;
+    if (tip === null) {
+      line('commit refs/baton/new');
+      line('mark :1');
+      line('committer baton <baton@localhost> now');
+      data(`Start receipts for ${env}/${scope}`);
+      line('M 100644 inline README.md');
+      data(readme);
+      from = 'from :1';
+    }
+    line('commit refs/baton/new');
+    line('mark :2');
+    line('committer baton <baton@localhost> now');
+    data(message);
+    line(from);
+    line('M 100644 inline README.md');
+    data(readme);
+    for (const change of changes) {
+      if (change.op === 'write') {
+        line(`M 100644 inline ${dir}/${change.file}`);
+        data(change.content);
+      } else {
+        line(`D ${dir}/${change.file}`);
+      }
+    }
+    line('get-mark :2');
+    const r = await git(clone, ['fast-import', '--quiet', '--force', '--date-format=now'], { input: Buffer.concat(parts) });
+    const oid = r.stdout.toString('utf8').trim();
+    if (r.code !== 0 || !/^[0-9a-f]{40,64}$/.test(oid)) throw hostError('INTERNAL', `git fast-import failed: ${lastLine(r.stderr)}`);
+    return oid;
+  }
+
+  /**
+   * Pushes `commit` to `ref` only if the remote ref is still `expected` (absent for null): the
+   * compare-and-swap. Resolves the exit code and stdout + stderr together, for the core to classify.
+   */
+  async #push(clone, commit, ref, expected) {
+    const lease = `--force-with-lease=${ref}:${expected ?? ''}`;
+    const r = await git(clone, ['push', '-q', '--no-verify', lease, 'origin', `${commit}:${ref}`]);
+    return { code: r.code, stderr: `${r.stdout.toString('utf8')}${r.stderr}` };
+  }
+
+  /** `<repo root of the store's cwd, or that cwd>/.baton/unpushed` (the native store: of the process's cwd). */
+  #fallbackRoot() {
+    this.#fallback ??= path.join(repoRoot(this.#cwd) ?? this.#cwd, '.baton', 'unpushed');
+    return this.#fallback;
+  }
+
+  /**
+   * Keeps the receipt of a change set locally before it is pushed: `<fallback>/<dir>/<runId>.json` (the run
+   * id with anything but letters, digits, `.`, `_` and `-` replaced by `-`). Returns the path.
+   */
+  async #keep(dir, content) {
+    let runId;
+    try {
+      runId = JSON.parse(content).runId;
+    } catch {
+      // no run id: "receipt"
+    }
+    const name = (typeof runId === 'string' ? runId : 'receipt').replace(/[^A-Za-z0-9._-]/g, '-').replace(/^\.+/, '');
+    const folder = path.join(this.#fallbackRoot(), dir);
+    const file = path.join(folder, `${name}.json`);
+    try {
+      await fs.mkdir(folder, { recursive: true });
+      await fs.writeFile(file, content, 'utf8');
+    } catch (e) {
+      const denied = ['EACCES', 'EPERM', 'EROFS'].includes(e && e.code);
+      throw hostError(denied ? 'STORE_PERMISSION' : 'INTERNAL', `cannot keep the receipt in ${file}: ${e && e.message}`, { path: file, errno: e && e.code });
+    }
+    return file;
+  }
+
+  /** Removes a kept receipt after its push landed, and the directories it leaves empty, up to `unpushed/`. */
+  async #unkeep(file) {
+    await fs.rm(file, { force: true }).catch(() => {});
+    for (let d = path.dirname(file); d !== path.dirname(d); d = path.dirname(d)) {
+      try {
+        await fs.rmdir(d);
+      } catch {
+        break; // not empty (or gone): stop pruning
+      }
+      if (path.basename(d) === 'unpushed') break;
+    }
+  }
+
+  /** One transaction (see the file comment). */
+  async #transact({ env, scope }, op, request) {
+    const { dir, ref: cellRef } = call('cell-path', { env, scope });
+    const ref = `refs/heads/${this.prefix}/${cellRef}`;
+    let kept = null;
+    try {
+      const clone = await this.#workdir();
+      const started = performance.now();
+      let attempts = 0;
+      let rejections = 0;
+      for (;;) {
+        const fresh = !this.#tips.has(ref);
+        const tip = fresh ? await this.#fetch(clone, ref) : this.#tips.get(ref);
+        const files = await this.#load(clone, tip, dir);
+        let answer;
+        let refusal = null;
+        try {
+          answer = call(op, { ...request, cell: { env, scope, files }, nowMs: Date.now() });
+        } catch (e) {
+          refusal = e;
+        }
+        const changes = refusal === null ? (answer.changes ?? []) : [];
+        if (changes.length === 0) {
+          // A refusal or a no-op on a remembered tip may be stale: decide again on the remote's tip.
+          if (!fresh) {
+            this.#tips.delete(ref);
+            continue;
+          }
+          if (refusal !== null) throw refusal;
+          return answer;
+        }
+        changes.forEach(checkChange);
+        const { message, what } = describe(env, scope, changes, files['lock.json']);
+        const latest = changes.find((c) => c.op === 'write' && c.file === LATEST);
+        if (latest) kept = await this.#keep(dir, latest.content);
+        const commit = await this.#commit(clone, tip, env, scope, dir, changes, message);
+        const push = await this.#push(clone, commit, ref, tip);
+        const { outcome, detail } = call('git-push-outcome', { exitCode: push.code, stderr: push.stderr });
+        if (outcome === 'ok') {
+          this.#tips.set(ref, commit);
+          if (kept !== null) await this.#unkeep(kept);
+          return answer;
+        }
+        this.#tips.delete(ref);
+        attempts += 1;
+        if (outcome === 'rejected') rejections += 1;
+        // Throws STORE_CONTENDED / STORE_REJECTED / STORE_PERMISSION / INTERNAL when it is time to give up.
+        const { delayMs } = call('git-retry', {
+          what,
+          ref,
+          remote: this.#remote,
+          outcome,
+          detail,
+          attempts,
+          rejections,
+          elapsedMs: Math.round(performance.now() - started),
+          budgetMs: this.budgetMs,
+          random: Math.random(),
+        });
+        await sleep(delayMs);
+      }
+    } catch (e) {
+      const err = scrub(e);
+      if (kept !== null) {
+        err.message = `${err.message} Receipt kept locally in ${kept}.`;
+        err.details.keptAt = kept;
+      }
+      throw err;
+    }
+  }
+
+  /** A read-only operation, always on the remote's current tip; an answer with changes is refused. */
+  async #read({ env, scope }, op, request) {
+    const { dir, ref: cellRef } = call('cell-path', { env, scope });
+    const clone = await this.#workdir();
+    const tip = await this.#fetch(clone, `refs/heads/${this.prefix}/${cellRef}`);
+    const answer = call(op, { ...request, cell: { env, scope, files: await this.#load(clone, tip, dir) }, nowMs: Date.now() });
+    if (Array.isArray(answer.changes) && answer.changes.length > 0) {
+      throw hostError('INTERNAL', `\`${op}\` is not a read-only operation; use transact`, { op });
+    }
+    return answer;
+  }
+
+  /**
+   * One transaction on the cell `{env, scope}`: fetches its ref, calls core operation `op` with `request`
+   * plus `cell` and `nowMs`, commits the answer's `changes` on the fetched tip and pushes them without
+   * force, again from a fresh fetch while another writer wins the race (within the budget). Resolves with
+   * the core's answer; rejects with its refusal or the store's failure (a BatonError).
+   * @param {{env: string, scope: string}} target
+   * @param {string} op
+   * @param {object} [request] the request without `cell` and `nowMs`
+   */
+  transact(target, op, request = {}) {
+    return this.#exclusive(() => this.#transact(target, op, request));
+  }
+
+  /**
+   * A read-only operation on the cell: fetches its ref, loads the cell, calls core operation `op`. Nothing is
+   * pushed; an answer with changes is refused (INTERNAL).
+   */
+  read(target, op, request = {}) {
+    return this.#exclusive(() => this.#read(target, op, request));
+  }
+
+  /**
+   * The scopes of environment `env` that have a ref on the remote, sorted by scope, each with the text of
+   * its `latest.json` (null when it has none): one `ls-remote`, one fetch into position-named refs, one
+   * `cat-file --batch`. Ref names are decoded by the core (`scope-names`); `_locks` is never a scope.
+   * @param {string} env
+   * @returns {Promise<{scope: string, text: string | null}[]>}
+   */
+  list(env) {
+    return this.#exclusive(() => this.#list(env));
+  }
+
+  async #list(env) {
+    const envSeg = call('cell-path', { env, scope: 'x' }).ref.split('/')[0];
+    const base = `refs/heads/${this.prefix}/${envSeg}/`;
+    const clone = await this.#workdir();
+    for (let attempt = 1; ; attempt += 1) {
+      const r = await git(clone, ['ls-remote', 'origin', `${base}*`]);
+      if (r.code !== 0) throw this.#readError(r, base);
+      const segs = r.stdout
+        .toString('utf8')
+        .split('\n')
+        .map((line) => line.split('\t')[1])
+        .filter((ref) => typeof ref === 'string' && ref.startsWith(base) && ref.length > base.length && !ref.slice(base.length).includes('/'))
+        .map((ref) => ref.slice(base.length));
+      if (segs.length === 0) return [];
+      const { scopes } = call('scope-names', { dirs: segs });
+      const cells = [];
+      segs.forEach((seg, i) => {
+        const scope = scopes[i];
+        if (typeof scope !== 'string' || scope === '_locks') return;
+        let place;
+        try {
+          place = call('cell-path', { env, scope });
+        } catch {
+          return;
+        }
+        // Only the ref a transaction on that scope would use (not a second spelling of the same name).
+        if (place.ref !== `${envSeg}/${seg}`) return;
+        cells.push({ scope, ref: `${base}${seg}`, dir: place.dir });
+      });
+      if (cells.length === 0) return [];
+      const refspecs = cells.map((c, i) => `+${c.ref}:refs/baton-list/${i}`);
+      const f = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ...refspecs]);
+      if (f.code !== 0) {
+        // A ref deleted between ls-remote and fetch: ask again (3 attempts in all).
+        if (/couldn't find remote ref/i.test(f.stderr) && attempt < 3) continue;
+        throw this.#readError(f, base);
+      }
+      const lines = cells.map((c, i) => `refs/baton-list/${i}:${c.dir}/${LATEST}`);
+      const b = await git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+      if (b.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(b.stderr)}`);
+      const entries = parseBatch(b.stdout, lines.length);
+      const listed = cells.map((c, i) => ({
+        scope: c.scope,
+        text: entries[i] !== null && entries[i].type === 'blob' ? entries[i].content.toString('utf8') : null,
+      }));
+      return listed.sort((a, z) => (a.scope < z.scope ? -1 : a.scope > z.scope ? 1 : 0));
+    }
+  }
+
+  /**
+   * Removes the working clone (after the operations already queued). The store stays usable: the next
+   * operation creates a fresh clone.
+   */
+  close() {
+    return this.#exclusive(async () => {
+      const dir = this.#clone;
+      this.#clone = null;
+      this.#tips.clear();
+      if (dir === null) return;
+      liveClones.delete(dir);
+      await fs.rm(dir, { recursive: true, force: true });
+    });
+  }
+}
+
+module.exports = { GitStore, describe };
