@@ -397,10 +397,15 @@ fn keep_locally(dir: &str, content: &str) -> Result<PathBuf, HostError> {
         .unwrap_or_else(|| PathBuf::from("."));
     let folder = root.join(".baton").join("unpushed").join(dir);
     let path = folder.join(format!("{}.json", run.trim_start_matches('.')));
-    std::fs::create_dir_all(&folder)
-        .and_then(|()| std::fs::write(&path, content))
-        .map_err(|e| HostError::io(format!("cannot keep the receipt in {}", path.display()), &e))?;
-    Ok(path)
+    // Another process may prune the empty folders between the two steps: try again then.
+    let mut tries = 0;
+    loop {
+        match std::fs::create_dir_all(&folder).and_then(|()| std::fs::write(&path, content)) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => tries += 1,
+            Err(e) => return Err(HostError::io(format!("cannot keep the receipt in {}", path.display()), &e)),
+        }
+    }
 }
 
 /// Removes a kept receipt after its push and prunes the directories it leaves empty, up to `unpushed/`.

@@ -78,3 +78,101 @@ pub fn envelope(out: &Output) -> Value {
     assert_eq!(stdout.lines().count(), 1, "exactly one envelope line, got {stdout:?}");
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
 }
+
+/// A temp dir with a bare git remote `remote.git` used as the store (`git:file://...`).
+pub struct GitTemp {
+    pub t: TempDir,
+}
+
+impl GitTemp {
+    pub fn new(name: &str) -> Self {
+        let t = TempDir::new(&format!("git-{name}"));
+        git(&t.0, &["init", "-q", "--bare", "remote.git"]);
+        Self { t }
+    }
+
+    /// The bare remote.
+    pub fn remote(&self) -> PathBuf {
+        self.t.0.join("remote.git")
+    }
+
+    /// The store spec of the remote.
+    pub fn store(&self) -> String {
+        format!("git:file://{}", self.remote().display())
+    }
+
+    /// A `baton` command in `cwd` with `BATON_STORE` set to the remote.
+    pub fn baton_in(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut cmd = command(cwd, args);
+        cmd.env("BATON_STORE", self.store());
+        cmd
+    }
+
+    /// Runs `baton args --json` in the temp dir; returns (exit code, envelope), checking `ok` iff exit 0.
+    pub fn json(&self, args: &[&str]) -> (i32, Value) {
+        let mut all = args.to_vec();
+        let at = all.iter().position(|a| *a == "--").unwrap_or(all.len());
+        all.insert(at, "--json");
+        let out = self.baton_in(&self.t.0, &all).output().unwrap();
+        let env = envelope(&out);
+        let code = out.status.code().expect("exited");
+        assert_eq!(env["ok"] == true, code == 0, "ok iff exit 0: {env}\n{}", String::from_utf8_lossy(&out.stderr));
+        (code, env)
+    }
+
+    /// The text of `path` on the remote's ref `refs/heads/baton-receipts/<cell ref>`, if any.
+    pub fn file(&self, cell_ref: &str, path: &str) -> Option<String> {
+        let out = Command::new("git")
+            .arg("--git-dir")
+            .arg(self.remote())
+            .args(["show", &format!("refs/heads/baton-receipts/{cell_ref}:{path}")])
+            .output()
+            .unwrap();
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// The parsed `latest.json` of `env/scope` (plain names) on the remote.
+    pub fn receipt(&self, env: &str, scope: &str) -> Value {
+        let text = self
+            .file(&format!("{env}/{scope}"), &format!("{env}/{scope}/latest.json"))
+            .unwrap_or_else(|| panic!("no receipt for {env}/{scope}"));
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The commit subjects of a cell ref, oldest first.
+    pub fn log(&self, cell_ref: &str) -> Vec<String> {
+        let out = git_out(
+            &self.t.0,
+            &[
+                "--git-dir",
+                "remote.git",
+                "log",
+                "--reverse",
+                "--format=%s",
+                &format!("refs/heads/baton-receipts/{cell_ref}"),
+            ],
+        );
+        out.lines().map(str::to_owned).collect()
+    }
+
+    /// The refs of the remote.
+    pub fn refs(&self) -> Vec<String> {
+        git_out(&self.t.0, &["--git-dir", "remote.git", "for-each-ref", "--format=%(refname)"])
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Runs `git args` in `cwd`, asserting success.
+pub fn git(cwd: &Path, args: &[&str]) {
+    let out = Command::new("git").current_dir(cwd).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// Runs `git args` in `cwd` and returns its stdout, asserting success.
+pub fn git_out(cwd: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").current_dir(cwd).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
