@@ -46,6 +46,10 @@ export type Operation =
   | 'destroy-plan'
   | 'scope-status'
   | 'receipt-parse'
+  | 'git-push-outcome'
+  | 'git-retry'
+  | 'git-readme'
+  | 'redact'
   | 'render'
   | 'error-codes'
   | 'cell-files';
@@ -221,13 +225,11 @@ export interface OwnershipStore extends TransactionalStore {
   read?(cell: CellRef, op: CellOperation, request: Record<string, unknown>): Promise<Record<string, any>>;
 }
 
-/** A store of cells. Every method is one atomic transaction on one cell, made through `transact`. */
-export interface Store extends OwnershipStore {
-  readonly kind: 'dir';
-  /** The store's root directory. */
-  readonly path: string;
-  /** How long a transaction waits for a cell mutex held by a live process. */
-  readonly mutexWaitMs: number;
+/**
+ * What every store `openStore` gives offers. Every method is one atomic transaction on one cell, made
+ * through `transact`.
+ */
+export interface CellStore extends OwnershipStore {
   /** Acquires the lock; takes over an expired one. Throws LOCK_HELD, LOCK_CORRUPT, USAGE. */
   acquireLock(request: AcquireRequest): Promise<Grant>;
   /** Extends the lease to now + ttlMs. Throws LOCK_LOST when not held by holder at epoch. */
@@ -242,13 +244,50 @@ export interface Store extends OwnershipStore {
   fencedWrite(request: FencedWriteRequest): Promise<{ lock: Lock }>;
   /**
    * The scopes of environment `env` that have a cell here, sorted by scope, each with its `latest.json`
-   * text or null. Directory names are decoded by the core (`=hex`); `_locks` and directories that are not
-   * scopes are skipped. Reads without the mutex.
+   * text or null. Names are decoded by the core (`=hex`); `_locks` and names that are not scopes are
+   * skipped.
    */
   list(env: string): Promise<ListedScope[]>;
-  /** A read-only operation on the cell without the mutex and without creating its directory. */
+  /** A read-only operation on the cell: nothing is written (an answer with changes is refused). */
   read(cell: CellRef, op: CellOperation, request: Record<string, unknown>): Promise<Record<string, any>>;
+  /** Frees what the store holds (a git store's working clone); the store stays usable. */
+  close(): Promise<void>;
 }
+
+/** The dir store (`dir:<path>`): one directory per cell on this machine, a mutex per transaction. */
+export interface DirStore extends CellStore {
+  readonly kind: 'dir';
+  /** The store's root directory. */
+  readonly path: string;
+  /** How long a transaction waits for a cell mutex held by a live process. */
+  readonly mutexWaitMs: number;
+  /** Does nothing: a dir store holds nothing open. */
+  close(): Promise<void>;
+}
+
+/**
+ * The git store (`git:<remote>`): one orphan ref per cell on a remote every runner can push to
+ * (`refs/heads/<prefix>/<env>/<scope>`, with a README and the cell's files), the push as compare-and-swap.
+ * Its operations run one at a time in a private working clone (a temp directory); errors never name the
+ * credentials of the remote URL. A refused receipt push keeps the receipt in `.baton/unpushed/` at the
+ * repository root (`details.keptAt`).
+ */
+export interface GitStore extends CellStore {
+  readonly kind: 'git';
+  /** The remote, credentials redacted (`https://[REDACTED]@host/...`). */
+  readonly path: string;
+  /** The ref prefix (BATON_GIT_PREFIX, default `baton-receipts`). */
+  readonly prefix: string;
+  /** The retry budget of one operation in milliseconds (BATON_STORE_BUDGET_MS, default 60 000). */
+  readonly budgetMs: number;
+  /** The working clone's directory: null before the first operation and after `close()`. */
+  readonly workdir: string | null;
+  /** Removes the working clone (after the operations already queued); the next operation makes a new one. */
+  close(): Promise<void>;
+}
+
+/** A store `openStore` gives. */
+export type Store = DirStore | GitStore;
 
 export interface StoreOptions {
   /** Relative store paths and the default store resolve against it (default `process.cwd()`). */
@@ -263,7 +302,12 @@ export declare function scopeFor(branch: string, pr?: number | null, defaultBran
 /** Detects the run's context from overrides, CI variables, the GitHub event, and git only when needed. */
 export declare function detectContext(opts?: DetectOptions): Context;
 
-/** Opens the store named by `spec` (`dir:<path>`), else BATON_STORE, else `.baton/` at the git root. */
+/**
+ * Opens the store named by `spec` (`dir:<path>` or `git:<remote>`), else BATON_STORE, else `.baton/` at the
+ * git root. A git store reads BATON_GIT_PREFIX and BATON_STORE_BUDGET_MS. Throws USAGE for an unknown store.
+ */
+export declare function openStore(spec: `dir:${string}`, opts?: StoreOptions): DirStore;
+export declare function openStore(spec: `git:${string}`, opts?: StoreOptions): GitStore;
 export declare function openStore(spec?: string, opts?: StoreOptions): Store;
 
 /** Runs a core operation on JSON text and returns the JSON answer; throws BatonError. */

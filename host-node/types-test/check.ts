@@ -26,6 +26,9 @@ import {
   type LockView,
   type Release,
   type Store,
+  type DirStore,
+  type GitStore,
+  type CellStore,
   type CheckResult,
   type CreatedBy,
   type DestroyResult,
@@ -254,6 +257,41 @@ async function ownership(store: Store): Promise<void> {
   lease.receipt = null;
 }
 
+async function git(): Promise<void> {
+  const store: GitStore = openStore('git:https://x-access-token:t@github.com/o/r.git', { cwd: '/tmp' });
+  const kind: 'git' = store.kind;
+  const label: string = store.path;
+  const prefix: string = store.prefix;
+  const budget: number = store.budgetMs;
+  const clone: string | null = store.workdir;
+  const cell = { env: 'preview', scope: 'pr-1' };
+  const grant: Grant = await store.acquireLock({ ...cell, holder: 'run-1', ttlMs: 60_000 });
+  await store.fencedWrite({ ...cell, holder: 'run-1', epoch: grant.lock.epoch, file: 'x', content: 'y' });
+  const listed: ListedScope[] = await store.list('preview');
+  await withLease(store, { ...cell }, async (lease) => lease.epoch);
+  await acquireLease(store, { context: { env: 'preview', scope: 'pr-1', branch: 'b', sha: null, pr: 1 } });
+  await scopeStatus(store, { env: 'preview', scope: 'pr-1' });
+  await store.close();
+  // @ts-expect-error a git store has no mutex
+  void store.mutexWaitMs;
+
+  // Whatever BATON_STORE names: the kind tells them apart, and every store can be closed.
+  const any: Store = openStore();
+  const common: CellStore = any;
+  if (any.kind === 'git') {
+    const p: string = any.prefix;
+    void p;
+  } else {
+    const dir: DirStore = any;
+    const wait: number = dir.mutexWaitMs;
+    void wait;
+  }
+  await common.close();
+  const spec: string | undefined = undefined as string | undefined;
+  const named: Store = openStore(spec);
+  void [kind, label, prefix, budget, clone, listed, named];
+}
+
 // @ts-expect-error pr is a number or null, not a string
 scopeFor('main', '7');
 // @ts-expect-error not a core operation
@@ -261,4 +299,4 @@ invoke('no-such-op', '{}');
 // @ts-expect-error detectContext is synchronous
 detectContext().then(() => {});
 
-void [scope, pr, sha, codes, exit, standing, answer, use, lease, ownership];
+void [scope, pr, sha, codes, exit, standing, answer, use, lease, ownership, git];
