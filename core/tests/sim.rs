@@ -32,6 +32,15 @@
 //! keep I1-I3); `tolerance_is_exactly_the_margin` (clocks exactly the margin apart pass with takeovers at
 //! the last millisecond; one millisecond more fails I4); `checkers_catch_sabotage` (a store or host with a
 //! known defect is caught by the invariant it breaks).
+//!
+//! Succession (`sim/succession.rs`): a branch scope, its PR scope and an unrelated PR scope, each with runs
+//! that take their lease, record what they own (intents, records, forgets, adoptions, refused creates,
+//! destroy runs) and, for the PR, hand the branch's resources over as the host does; invariants S1 exactly
+//! one owner, S2 nothing lost, S3 fenced receipt writes. Tests: `succession_simulation` (same variables;
+//! `BATON_SIM_SUCCESSION_STRICT=1` fails the known deviation it counts, `=2` also the blind create races
+//! it allows); `succession_checkers_catch_sabotage` (the controls: a handover whose removal is dropped, and
+//! an adapter that creates what `ledger-check` refused, fail S1; a handover of the predecessor's ledger
+//! fails S2; unchecked fences fail S3).
 
 #[path = "sim/plan.rs"]
 mod plan;
@@ -414,7 +423,8 @@ fn succession_simulation() {
 }
 
 /// The succession checks can fail: a store or host with a known defect is caught by the invariant it
-/// breaks (the control for S1 is a handover whose removal is dropped).
+/// breaks. The controls for S1: a handover whose removal is dropped, and an adapter that creates what
+/// `ledger-check` refused.
 #[test]
 fn succession_checkers_catch_sabotage() {
     use succession::Sabotage;
@@ -422,6 +432,7 @@ fn succession_checkers_catch_sabotage() {
         (Sabotage::SkipHandoverRemoval, succession::S1),
         (Sabotage::HandOverPredecessorLedger, succession::S2),
         (Sabotage::ForgedFence, succession::S3),
+        (Sabotage::IgnoreRefusal, succession::S1),
     ];
     for (sabotage, expected) in cases {
         let caught = (0..5_000).find_map(|seed| {
