@@ -351,12 +351,16 @@ class GitStore extends CellStore {
     const name = (typeof runId === 'string' ? runId : 'receipt').replace(/[^A-Za-z0-9._-]/g, '-').replace(/^\.+/, '');
     const folder = path.join(this.#fallbackRoot(), dir);
     const file = path.join(folder, `${name}.json`);
-    try {
-      await fs.mkdir(folder, { recursive: true });
-      await fs.writeFile(file, content, 'utf8');
-    } catch (e) {
-      const denied = ['EACCES', 'EPERM', 'EROFS'].includes(e && e.code);
-      throw hostError(denied ? 'STORE_PERMISSION' : 'INTERNAL', `cannot keep the receipt in ${file}: ${e && e.message}`, { path: file, errno: e && e.code });
+    // Another process may prune the empty folders between the two steps: try again then.
+    for (let tries = 0; ; tries += 1) {
+      try {
+        await fs.mkdir(folder, { recursive: true });
+        await fs.writeFile(file, content, 'utf8');
+        break;
+      } catch (e) {
+        if (e && e.code === 'ENOENT' && tries < 3) continue;
+        throw hostError('INTERNAL', `cannot keep the receipt in ${file}: ${e && e.message}`, { path: file, errno: e && e.code });
+      }
     }
     return file;
   }

@@ -401,3 +401,42 @@ test('BATON_STORE names a git store; BATON_GIT_PREFIX and BATON_STORE_BUDGET_MS 
     }
   }
 });
+
+/** The native CLI, when it is built (scripts/test.sh builds it): BATON_BIN, else target/{release,debug}/baton. */
+const nativeBin = [process.env.BATON_BIN, path.join(pkgDir, '../target/release/baton'), path.join(pkgDir, '../target/debug/baton')].find(
+  (p) => typeof p === 'string' && p !== '' && existsSync(p),
+);
+
+test('the native CLI and this package share a git store: locks and receipts either way', { skip: nativeBin === undefined && 'the native CLI is not built' }, async () => {
+  const { root, remote, store, run } = fresh();
+  const baton = (...args) => {
+    try {
+      return { code: 0, out: JSON.parse(execFileSync(nativeBin, [...args, '--store', `git:${remote}`, '--json'], { cwd: root, encoding: 'utf8' })) };
+    } catch (e) {
+      return { code: e.status, out: JSON.parse(e.stdout) };
+    }
+  };
+  assert.equal(baton('lock', 'acquire', '--env', 'preview', '--scope', 'pr-1', '--holder', 'native').code, 0);
+  const held = await rejection(store.acquireLock({ env: 'preview', scope: 'pr-1', holder: 'node', ttlMs: 60_000 }));
+  assert.equal(held.code, 'LOCK_HELD');
+  assert.equal(held.details.lock.holder, 'native');
+  assert.equal(baton('lock', 'release', '--env', 'preview', '--scope', 'pr-1', '--holder', 'native').out.released, true);
+  assert.equal((await store.acquireLock({ env: 'preview', scope: 'pr-1', holder: 'node', ttlMs: 60_000 })).lock.epoch, 2);
+  const nodeSees = baton('lock', 'acquire', '--env', 'preview', '--scope', 'pr-1', '--holder', 'native');
+  assert.notEqual(nodeSees.code, 0);
+  assert.equal(nodeSees.out.error.lock.holder, 'node');
+
+  const holder = await withLease(store, { context: ctx('branch-x', 'x'), ...quiet }, async (lease) => {
+    await lease.intend(db);
+    await lease.record(db, 'br_1');
+    return lease.holder;
+  });
+  const listed = baton('receipt', 'list', '--env', 'preview', '--scope', 'any').out.receipts;
+  assert.deepEqual(listed.map((r) => [r.scope, r.runId, r.status]), [['branch-x', holder, 'complete']]);
+  assert.deepEqual(
+    run('log', '--format=%s', `${PREFIX}/preview/pr-1`).trim().split('\n').reverse(),
+    ['Start receipts for preview/pr-1', 'lock preview/pr-1 native (epoch 1)', 'unlock preview/pr-1 native', 'lock preview/pr-1 node (epoch 2)'],
+    'the same history whichever host wrote it',
+  );
+  await store.close();
+});
