@@ -383,7 +383,8 @@ pub fn handover(
     successor_ledger: &[EntryOrIdentity],
 ) -> Result<Written, CoreError> {
     check_fence(cell, holder, epoch)?;
-    let successor_ledger: BTreeSet<String> = successor_ledger.iter().map(EntryOrIdentity::identity).collect();
+    let successor_ledger: BTreeSet<String> =
+        successor_ledger.iter().filter_map(EntryOrIdentity::owned_identity).collect();
     let Some(mut r) = read_receipt(cell)? else {
         return written_nothing("moved");
     };
@@ -413,10 +414,13 @@ pub enum EntryOrIdentity {
 }
 
 impl EntryOrIdentity {
-    fn identity(&self) -> String {
+    /// The identity the successor owns: `None` for an entry it only adopted (relying on a resource does not
+    /// take it over: the predecessor keeps owning it).
+    fn owned_identity(&self) -> Option<String> {
         match self {
-            Self::Identity(i) => i.clone(),
-            Self::Entry(e) => e.identity(),
+            Self::Identity(i) => Some(i.clone()),
+            Self::Entry(e) if e.created_by() == CreatedBy::Adopted => None,
+            Self::Entry(e) => Some(e.identity()),
         }
     }
 }

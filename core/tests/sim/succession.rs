@@ -1264,8 +1264,15 @@ impl World<'_> {
                             .unwrap_or(Value::Array(Vec::new())),
                         _ => run.final_ledger.clone(),
                     };
-                    let keys: Vec<u8> =
-                        ledger_value.as_array().into_iter().flatten().filter_map(key_of).map(|k| k as u8).collect();
+                    // What the handover takes over: the PR's owned entries (an adopted one stays the branch's).
+                    let keys: Vec<u8> = ledger_value
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter(|e| e["createdBy"] != "adopted")
+                        .filter_map(key_of)
+                        .map(|k| k as u8)
+                        .collect();
                     let ledger: Vec<EntryOrIdentity> = match serde_json::from_value(ledger_value) {
                         Ok(l) => l,
                         Err(e) => return Err(self.fail(HOST, format!("run-{r}: the final ledger does not parse: {e}"))),
