@@ -695,8 +695,10 @@ test('a lost lease writes nothing more: ledger operations and the finish are ref
   const context = ctx('pr-8', 'feat/eight', 8);
   const lease = await acquireLease(store, { context, ...quiet });
   await lease.intend(db);
-  const checkpoint = receipt('pr-8');
   await store.breakLock({ env: 'preview', scope: 'pr-8', holder: 'ops', ttlMs: 60_000, reason: 'stuck' });
+  // The break itself is recorded in the receipt (lockBreaks); nothing of the lost run lands after it.
+  const checkpoint = receipt('pr-8');
+  assert.equal(checkpoint.lockBreaks.at(-1).reason, 'stuck');
   const e = await rejection(lease.record(db, 'br_8'));
   assert.equal(e.code, 'LOCK_LOST');
   assert.equal(lease.signal.aborted, true);
