@@ -44,6 +44,8 @@ struct Inner {
     repo: Option<Repo>,
     /// The last known tip of each cell ref (`None`: known absent). Missing: fetch first.
     tips: HashMap<String, Option<String>>,
+    /// Where unpushed receipts are kept (`<repo root or cwd>/.baton/unpushed`), found on first need.
+    unpushed: Option<PathBuf>,
 }
 
 /// Where one cell lives.
@@ -64,6 +66,7 @@ impl GitStore {
             budget_ms,
             repo: None,
             tips: HashMap::new(),
+            unpushed: None,
         };
         Self { inner: Arc::new(Mutex::new(inner)), label: label.into(), remote: remote.into() }
     }
@@ -250,7 +253,8 @@ impl Inner {
             let files = cell_changes(&cell.dir, &changes)?;
             let (message, what) = describe(env, scope, &changes, old_lock.as_deref());
             if let Some(latest) = changes.iter().find(|c| c["op"] == "write" && c["file"] == "latest.json") {
-                *kept = Some(keep_locally(&cell.dir, latest["content"].as_str().unwrap_or_default())?);
+                let unpushed = self.unpushed.get_or_insert_with(unpushed_dir).clone();
+                *kept = Some(keep_locally(&unpushed, &cell.dir, latest["content"].as_str().unwrap_or_default())?);
             }
             let root_message = format!("Start receipts for {env}/{scope}");
             let remote = self.remote.clone();
@@ -380,8 +384,19 @@ fn describe(env: &str, scope: &str, changes: &[Value], old_lock: Option<&str>) -
     }
 }
 
-/// Keeps a receipt in `<repo root or cwd>/.baton/unpushed/<cell dir>/<runId>.json` until it is pushed.
-fn keep_locally(dir: &str, content: &str) -> Result<PathBuf, HostError> {
+/// `<repo root or cwd>/.baton/unpushed`.
+fn unpushed_dir() -> PathBuf {
+    let root = crate::context::git(&["rev-parse", "--show-toplevel"])
+        .ok()
+        .filter(|r| !r.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."));
+    root.join(".baton").join("unpushed")
+}
+
+/// Keeps a receipt in `<unpushed>/<cell dir>/<runId>.json` until it is pushed.
+fn keep_locally(unpushed: &Path, dir: &str, content: &str) -> Result<PathBuf, HostError> {
     let run: Value = serde_json::from_str(content).unwrap_or(Value::Null);
     let run: String = run["runId"]
         .as_str()
@@ -389,13 +404,7 @@ fn keep_locally(dir: &str, content: &str) -> Result<PathBuf, HostError> {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '-' })
         .collect();
-    let root = crate::context::git(&["rev-parse", "--show-toplevel"])
-        .ok()
-        .filter(|r| !r.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| PathBuf::from("."));
-    let folder = root.join(".baton").join("unpushed").join(dir);
+    let folder = unpushed.join(dir);
     let path = folder.join(format!("{}.json", run.trim_start_matches('.')));
     // Another process may prune the empty folders between the two steps: try again then.
     let mut tries = 0;

@@ -82,7 +82,9 @@ impl Repo {
     /// Runs `git args` in the clone with `stdin`.
     pub(super) fn run(&self, args: &[&str], stdin: Option<Vec<u8>>) -> Result<Ran, HostError> {
         let mut cmd = Command::new("git");
+        // No background maintenance in a throwaway clone; fast-import keeps its small pack (no unpacking).
         cmd.args(["-c", "user.name=baton", "-c", "user.email=baton@localhost", "-c", "commit.gpgsign=false"])
+            .args(["-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "fastimport.unpackLimit=0"])
             .arg("--git-dir")
             .arg(&self.dir)
             .args(args)
