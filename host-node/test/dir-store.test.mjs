@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BatonError, openStore } from 'baton-lease';
+import { rejection } from '../test-helpers.mjs';
 
 const pkgDir = fileURLToPath(new URL('..', import.meta.url));
 const cell = { env: 'preview', scope: 'pr-1' };
@@ -23,16 +24,6 @@ function fresh(opts = {}) {
   return { root, store, dir, file: (name) => path.join(dir, name) };
 }
 
-/** The BatonError the promise rejects with. */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof BatonError, `not a BatonError: ${e && e.stack}`);
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 /** Field 22 of /proc/<pid>/stat, the process start time the mutex records. */
 function procStart(pid) {

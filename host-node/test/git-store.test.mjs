@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BatonError, acquireLease, destroy, openStore, scopeStatus, withLease } from 'baton-lease';
+import { rejection } from '../test-helpers.mjs';
 
 const pkgDir = fileURLToPath(new URL('..', import.meta.url));
 const PREFIX = 'refs/heads/baton-receipts';
@@ -38,16 +39,6 @@ function fresh() {
   return { root, bare, remote, store, run, show, refs, receipt };
 }
 
-/** The BatonError the promise rejects with. */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof BatonError, `not a BatonError: ${e && e.stack}`);
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 const quiet = { onWarning: () => {} };
 

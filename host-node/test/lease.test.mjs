@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BatonError, acquireLease, openStore, withLease } from 'baton-lease';
+import { rejection } from '../test-helpers.mjs';
 
 const pkgDir = fileURLToPath(new URL('..', import.meta.url));
 const cell = { env: 'preview', scope: 'pr-1' };
@@ -22,16 +23,6 @@ function fresh() {
   return { root, store, file: (name) => path.join(root, cell.env, cell.scope, name) };
 }
 
-/** The BatonError the promise rejects with. */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof BatonError, `not a BatonError: ${e && e.stack}`);
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 /** The BatonError `fn` throws. */
 function thrown(fn) {

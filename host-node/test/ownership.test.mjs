@@ -23,6 +23,7 @@ import {
   withLease,
   withObjectLease,
 } from 'baton-lease';
+import { rejection } from '../test-helpers.mjs';
 
 const pkgDir = fileURLToPath(new URL('..', import.meta.url));
 
@@ -42,16 +43,6 @@ function collector() {
 }
 const quiet = { onWarning: () => {} };
 
-/** The BatonError the promise rejects with. */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (e) {
-    assert.ok(e instanceof BatonError, `not a BatonError: ${e && e.stack}`);
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
 
 const ctx = (scope, branch, pr = null, extra = {}) => ({ env: 'preview', scope, branch, sha: null, pr, ...extra });
 const sha = (c) => c.repeat(40);
