@@ -284,6 +284,11 @@ impl Run {
         let request = json!({ "holder": self.holder, "epoch": epoch, "succeeded": succeeded, "sha": sha });
         let finished = match self.driver.call(None, "run-finish", request).await {
             Ok(f) => f,
+            // Refused by the fence: the lease was taken (or the ref deleted); the run ends with LOCK_LOST.
+            Err(e) if e.code == "LOCK_LOST" => {
+                self.lost.get_or_insert(e.to_json());
+                return None;
+            }
             Err(e) => {
                 if self.lost.is_none() {
                     self.warn(&format!("Could not write the final receipt: {}", e.message));
@@ -407,7 +412,8 @@ impl Run {
             .env("BATON_SCOPE", &self.t.scope)
             .env("BATON_HOLDER", &self.holder)
             .env("BATON_EPOCH", epoch.to_string())
-            .env("BATON_STORE", self.t.store.spec())
+            // The command's own baton calls need a spec that can write, credentials included.
+            .env("BATON_STORE", self.t.store.export_spec())
             // Its own process group, so stopping it reaches everything it started.
             .process_group(0)
             .stdin(if self.job.mode == Mode::Destroy { Stdio::piped() } else { Stdio::inherit() });
