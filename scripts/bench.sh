@@ -6,10 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build-wasm.sh
-cargo build --release -q -p baton-native --bin baton --example bench --example bench_ownership
+cargo build --release -q -p baton-native --bin baton --example bench --example bench_ownership --example bench_git
 (cd host-node/bench && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 NODE_FIGURES=$(node host-node/bench/bench.mjs)
 echo "node: $NODE_FIGURES" >&2
 BATON_BENCH_NODE="$NODE_FIGURES" BATON_BIN="$PWD/target/release/baton" target/release/examples/bench
 echo
 BATON_BENCH_NODE="$NODE_FIGURES" target/release/examples/bench_ownership
+echo
+BATON_BIN="$PWD/target/release/baton" target/release/examples/bench_git
