@@ -216,36 +216,6 @@ fn eight_scopes_written_at_once() {
 }
 
 #[test]
-fn eight_contenders_on_one_fresh_scope_one_wins() {
-    let g = GitTemp::new("contend");
-    let children: Vec<Child> = (0..8)
-        .map(|i| {
-            g.baton_in(&g.t.0, &["lock", "acquire", "--scope", "fresh", "--holder", &format!("h{i}"), "--json"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let outs: Vec<(i32, Value)> = children
-        .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().unwrap();
-            (out.status.code().unwrap(), envelope(&out))
-        })
-        .collect();
-    let winners: Vec<&Value> = outs.iter().filter(|(c, _)| *c == 0).map(|(_, e)| e).collect();
-    assert_eq!(winners.len(), 1, "{outs:?}");
-    let winner = winners[0]["lock"]["holder"].as_str().unwrap();
-    for (code, env) in outs.iter().filter(|(c, _)| *c != 0) {
-        assert_eq!((*code, env["error"]["code"].as_str()), (3, Some("LOCK_HELD")), "{env}");
-        assert_eq!(env["error"]["lock"]["holder"], winner, "losers see the real holder");
-    }
-    let (_, env) = g.json(&["lock", "status", "--scope", "fresh"]);
-    assert_eq!((env["lock"]["holder"].as_str(), env["lock"]["epoch"].clone()), (Some(winner), json!(1)));
-}
-
-#[test]
 fn a_paused_run_is_fenced_out_after_another_took_over_on_git() {
     let g = GitTemp::new("paused");
     let dir = g.t.0.display().to_string();

@@ -6,24 +6,13 @@
 
 mod common;
 
-use common::{GitTemp, TempDir, command, envelope};
+use common::{GitTemp, TempDir, command, envelope, json_in};
 use serde_json::{Value, json};
 use std::process::Stdio;
 use std::time::Duration;
 
 /// Runs `baton args --json` against one store: (exit code, envelope).
 type Baton<'a> = &'a dyn Fn(&[&str]) -> (i32, Value);
-
-fn run_with(cwd: &std::path::Path, store: &str, args: &[&str]) -> (i32, Value) {
-    let mut all = args.to_vec();
-    let at = all.iter().position(|a| *a == "--").unwrap_or(all.len());
-    all.insert(at, "--json");
-    let out = command(cwd, &all).env("BATON_STORE", store).output().unwrap();
-    let env = envelope(&out);
-    let code = out.status.code().expect("exited");
-    assert_eq!(env["ok"] == true, code == 0, "ok iff exit 0: {env}\n{}", String::from_utf8_lossy(&out.stderr));
-    (code, env)
-}
 
 /// Every case, on one store (each case on its own scope).
 fn conformance(name: &str, b: Baton<'_>, cwd: &std::path::Path, store: &str) {
@@ -103,8 +92,8 @@ fn conformance(name: &str, b: Baton<'_>, cwd: &std::path::Path, store: &str) {
     let scopes: Vec<&str> = env["receipts"].as_array().unwrap().iter().filter_map(|r| r["scope"].as_str()).collect();
     assert!(scopes.contains(&"pr-4"), "{name}: {scopes:?}");
 
-    // Exactly one of several simultaneous contenders wins a fresh scope; the others see the winner.
-    let children: Vec<_> = (0..6)
+    // Exactly one of 8 simultaneous contenders wins a fresh scope; the others see the winner (LOCK_HELD).
+    let children: Vec<_> = (0..8)
         .map(|i| {
             command(cwd, &["lock", "acquire", "--scope", "pr-5", "--holder", &format!("h{i}"), "--json"])
                 .env("BATON_STORE", store)
@@ -125,7 +114,11 @@ fn conformance(name: &str, b: Baton<'_>, cwd: &std::path::Path, store: &str) {
     assert_eq!(winners.len(), 1, "{name}: {results:?}");
     for (code, env) in &results {
         if *code != 0 {
-            assert_eq!((*code, &env["error"]["lock"]["holder"]), (3, &winners[0]["lock"]["holder"]), "{name}");
+            assert_eq!((*code, &env["error"]["code"]), (3, &json!("LOCK_HELD")), "{name}");
+            assert_eq!(
+                &env["error"]["lock"]["holder"], &winners[0]["lock"]["holder"],
+                "{name}: losers see the real holder"
+            );
         }
     }
 }
@@ -134,14 +127,14 @@ fn conformance(name: &str, b: Baton<'_>, cwd: &std::path::Path, store: &str) {
 fn the_dir_store_conforms() {
     let t = TempDir::new("conform-dir");
     let store = t.store();
-    conformance("dir", &|args| run_with(&t.0, &store, args), &t.0, &store);
+    conformance("dir", &|args| json_in(&t.0, &store, args), &t.0, &store);
 }
 
 #[test]
 fn the_git_store_conforms_over_file() {
     let g = GitTemp::new("conform-file");
     let store = g.store();
-    conformance("git file://", &|args| run_with(&g.t.0, &store, args), &g.t.0, &store);
+    conformance("git file://", &|args| json_in(&g.t.0, &store, args), &g.t.0, &store);
 }
 
 #[test]
@@ -163,7 +156,7 @@ fn the_git_store_conforms_over_git_daemon() {
     }
     let store = format!("git:git://127.0.0.1:{port}/remote.git");
     let result =
-        std::panic::catch_unwind(|| conformance("git daemon", &|args| run_with(&g.t.0, &store, args), &g.t.0, &store));
+        std::panic::catch_unwind(|| conformance("git daemon", &|args| json_in(&g.t.0, &store, args), &g.t.0, &store));
     let _ = daemon.kill();
     let _ = daemon.wait();
     if let Err(e) = result {

@@ -35,15 +35,7 @@ impl TempDir {
 
     /// Runs `baton args --json`; returns (exit code, envelope), checking `ok` iff exit 0.
     pub fn json(&self, args: &[&str]) -> (i32, Value) {
-        let mut all = args.to_vec();
-        // Before `--`: what follows is the command's own arguments.
-        let at = all.iter().position(|a| *a == "--").unwrap_or(all.len());
-        all.insert(at, "--json");
-        let out = self.baton(&all).output().unwrap();
-        let env = envelope(&out);
-        let code = out.status.code().expect("exited");
-        assert_eq!(env["ok"] == true, code == 0, "ok iff exit 0: {env}\n{}", String::from_utf8_lossy(&out.stderr));
-        (code, env)
+        json_in(&self.0, &self.store(), args)
     }
 
     /// The parsed `latest.json` of `env/scope` in the store.
@@ -70,6 +62,19 @@ pub fn command(cwd: &Path, args: &[&str]) -> Command {
         }
     }
     cmd
+}
+
+/// Runs `baton args --json` in `cwd` on `store`; returns (exit code, envelope), checking `ok` iff exit 0.
+/// `--json` goes before `--`: what follows is the command's own arguments.
+pub fn json_in(cwd: &Path, store: &str, args: &[&str]) -> (i32, Value) {
+    let mut all = args.to_vec();
+    let at = all.iter().position(|a| *a == "--").unwrap_or(all.len());
+    all.insert(at, "--json");
+    let out = command(cwd, &all).env("BATON_STORE", store).output().unwrap();
+    let env = envelope(&out);
+    let code = out.status.code().expect("exited");
+    assert_eq!(env["ok"] == true, code == 0, "ok iff exit 0: {env}\n{}", String::from_utf8_lossy(&out.stderr));
+    (code, env)
 }
 
 /// The one envelope a `--json` command printed.
@@ -110,14 +115,7 @@ impl GitTemp {
 
     /// Runs `baton args --json` in the temp dir; returns (exit code, envelope), checking `ok` iff exit 0.
     pub fn json(&self, args: &[&str]) -> (i32, Value) {
-        let mut all = args.to_vec();
-        let at = all.iter().position(|a| *a == "--").unwrap_or(all.len());
-        all.insert(at, "--json");
-        let out = self.baton_in(&self.t.0, &all).output().unwrap();
-        let env = envelope(&out);
-        let code = out.status.code().expect("exited");
-        assert_eq!(env["ok"] == true, code == 0, "ok iff exit 0: {env}\n{}", String::from_utf8_lossy(&out.stderr));
-        (code, env)
+        json_in(&self.t.0, &self.store(), args)
     }
 
     /// The text of `path` on the remote's ref `refs/heads/baton-receipts/<cell ref>`, if any.
