@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{BATON, GitTemp, command, envelope, git};
+use common::{BATON, GitTemp, command, envelope, git, sh};
 use serde_json::{Value, json};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -26,10 +26,6 @@ fn kill(pid: u32, sig: i32) {
 }
 
 /// `sh -c` script text running `baton` commands (the binary path quoted once).
-fn sh(script: &str) -> String {
-    script.replace("baton ", &format!("{BATON} "))
-}
-
 #[test]
 fn lock_acquire_held_status_release_and_takeover_on_git() {
     let g = GitTemp::new("lock");
@@ -138,53 +134,7 @@ fn runs_from_two_clones_serialise_through_origin() {
 #[test]
 fn the_succession_journey_on_git() {
     let g = GitTemp::new("journey");
-    let keys = |ledger: &Value| -> Vec<String> {
-        ledger
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| format!("{}:{}", e["key"].as_str().unwrap(), e["createdBy"].as_str().unwrap()))
-            .collect()
-    };
-    let list = g.t.0.join("list.json");
-    let forget = sh(&format!(
-        "cat > {l}; python3 -c 'import json,sys; [print(r[\"adapter\"], r[\"key\"]) for r in json.load(open(sys.argv[1]))]' {l} | while read a k; do baton ledger forget --adapter $a --key $k || exit 1; done",
-        l = list.display()
-    ));
-    let given = || -> Vec<String> {
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&list).unwrap()).unwrap();
-        v.as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().to_owned()).collect()
-    };
-    let record = sh(
-        "baton ledger intend --adapter vercel --key env:A && baton ledger record --adapter vercel --key env:A --id v1 && baton ledger record --adapter vercel --key env:B --id v2",
-    );
-    let (code, env) = g.json(&["run", "--branch", "feat/search", "--", "sh", "-c", &record]);
-    assert_eq!(code, 0, "{env}");
-    assert_eq!(keys(&g.receipt("preview", "branch-feat-search")["ledger"]), ["env:A:baton", "env:B:baton"]);
-
-    let (code, env) = g.json(&["run", "--branch", "feat/search", "--pr", "42", "--", "true"]);
-    assert_eq!(code, 0, "{env}");
-    let warning = env["warnings"][0].as_str().unwrap();
-    assert!(warning.starts_with("Inherited 2 resources from scope `branch-feat-search`"), "{warning}");
-    let branch = g.receipt("preview", "branch-feat-search");
-    assert_eq!(branch["supersededBy"], "pr-42");
-    assert_eq!(branch["ledger"], json!([]));
-    assert_eq!(keys(&g.receipt("preview", "pr-42")["ledger"]), ["env:A:baton", "env:B:baton"]);
-    let (_, status) = g.json(&["status", "--branch", "feat/search", "--pr", "42"]);
-    assert_eq!(status["owns"].as_array().unwrap().len(), 2, "{status}");
-    assert_eq!(status["inherited"], json!([]));
-
-    let (code, _) = g.json(&["destroy", "--branch", "feat/search", "--", "sh", "-c", &forget]);
-    assert_eq!(code, 0);
-    assert!(given().is_empty(), "destroying the branch scope deletes nothing");
-    let (code, env) = g.json(&["destroy", "--branch", "feat/search", "--pr", "42", "--", "sh", "-c", &forget]);
-    assert_eq!(code, 0, "{env}");
-    assert_eq!(given(), ["env:B", "env:A"], "newest first");
-    let pr = g.receipt("preview", "pr-42");
-    assert_eq!(
-        (pr["destroy"].clone(), pr["status"].clone(), pr["ledger"].clone()),
-        (json!(true), json!("complete"), json!([]))
-    );
+    common::succession_journey(&g.t.0, &|args| g.json(args), &|env, scope| g.receipt(env, scope));
 }
 
 #[test]

@@ -3,71 +3,13 @@
 
 mod common;
 
-use common::{BATON, TempDir};
+use common::{TempDir, forget_all, given, ledger_keys as keys, sh};
 use serde_json::{Value, json};
-
-/// `sh -c` script text running `baton` commands (the binary path quoted once).
-fn sh(script: &str) -> String {
-    script.replace("baton ", &format!("{BATON} "))
-}
-
-fn keys(ledger: &Value) -> Vec<String> {
-    ledger
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| format!("{}:{}", e["key"].as_str().unwrap(), e["createdBy"].as_str().unwrap()))
-        .collect()
-}
-
-/// A destroy command that records its stdin in `list.json` and forgets every resource it was given.
-fn forget_all(t: &TempDir) -> String {
-    let list = t.0.join("list.json");
-    sh(&format!(
-        "cat > {l}; python3 -c 'import json,sys; [print(r[\"adapter\"], r[\"key\"]) for r in json.load(open(sys.argv[1]))]' {l} | while read a k; do baton ledger forget --adapter $a --key $k || exit 1; done",
-        l = list.display()
-    ))
-}
-
-fn given(t: &TempDir) -> Vec<String> {
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(t.0.join("list.json")).unwrap()).unwrap();
-    v.as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().to_owned()).collect()
-}
 
 #[test]
 fn the_succession_journey() {
     let t = TempDir::new("journey");
-    let record = sh(
-        "baton ledger intend --adapter vercel --key env:A && baton ledger record --adapter vercel --key env:A --id v1 && baton ledger record --adapter vercel --key env:B --id v2",
-    );
-    let (code, _) = t.json(&["run", "--branch", "feat/search", "--", "sh", "-c", &record]);
-    assert_eq!(code, 0);
-    assert_eq!(keys(&t.receipt("preview", "branch-feat-search")["ledger"]), ["env:A:baton", "env:B:baton"]);
-
-    let (code, env) = t.json(&["run", "--branch", "feat/search", "--pr", "42", "--", "true"]);
-    assert_eq!(code, 0, "{env}");
-    let warning = env["warnings"][0].as_str().unwrap();
-    assert!(warning.starts_with("Inherited 2 resources from scope `branch-feat-search`"), "{warning}");
-    let branch = t.receipt("preview", "branch-feat-search");
-    assert_eq!(branch["supersededBy"], "pr-42");
-    assert_eq!(branch["ledger"], json!([]));
-    assert_eq!(keys(&t.receipt("preview", "pr-42")["ledger"]), ["env:A:baton", "env:B:baton"]);
-    let (_, status) = t.json(&["status", "--branch", "feat/search", "--pr", "42"]);
-    assert_eq!(status["owns"].as_array().unwrap().len(), 2, "{status}");
-    assert_eq!(status["inherited"], json!([]));
-
-    let forget = forget_all(&t);
-    let (code, _) = t.json(&["destroy", "--branch", "feat/search", "--", "sh", "-c", &forget]);
-    assert_eq!(code, 0);
-    assert!(given(&t).is_empty(), "destroying the branch scope deletes nothing");
-    let (code, env) = t.json(&["destroy", "--branch", "feat/search", "--pr", "42", "--", "sh", "-c", &forget]);
-    assert_eq!(code, 0, "{env}");
-    assert_eq!(given(&t), ["env:B", "env:A"], "newest first");
-    let pr = t.receipt("preview", "pr-42");
-    assert_eq!(
-        (pr["destroy"].clone(), pr["status"].clone(), pr["ledger"].clone()),
-        (json!(true), json!("complete"), json!([]))
-    );
+    common::succession_journey(&t.0, &|args| t.json(args), &|env, scope| t.receipt(env, scope));
 }
 
 #[test]
@@ -111,9 +53,9 @@ fn another_scopes_resource_may_be_relied_on_but_not_changed() {
     assert_eq!(keys(&t.receipt("preview", "pr-43")["ledger"]), ["shared:adopted"]);
     let (_, status) = t.json(&["status", "--scope", "pr-43"]);
     assert_eq!(status["foreignCount"], 1);
-    let forget = forget_all(&t);
+    let forget = forget_all(&t.0);
     assert_eq!(t.json(&["destroy", "--scope", "pr-43", "--", "sh", "-c", &forget]).0, 0);
-    assert!(given(&t).is_empty(), "an adopted resource is only forgotten");
+    assert!(given(&t.0).is_empty(), "an adopted resource is only forgotten");
     assert_eq!(keys(&t.receipt("preview", "pr-42")["ledger"]), ["shared:baton"]);
 }
 

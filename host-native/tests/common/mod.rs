@@ -174,3 +174,68 @@ pub fn git_out(cwd: &Path, args: &[&str]) -> String {
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// `sh -c` script text running `baton` commands (`baton ` replaced by the binary under test).
+pub fn sh(script: &str) -> String {
+    script.replace("baton ", &format!("{BATON} "))
+}
+
+/// `key:createdBy` of every ledger entry.
+pub fn ledger_keys(ledger: &Value) -> Vec<String> {
+    ledger
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{}:{}", e["key"].as_str().unwrap(), e["createdBy"].as_str().unwrap()))
+        .collect()
+}
+
+/// A destroy command that records its stdin in `<dir>/list.json` and forgets every resource it was given.
+pub fn forget_all(dir: &Path) -> String {
+    sh(&format!(
+        "cat > {l}; python3 -c 'import json,sys; [print(r[\"adapter\"], r[\"key\"]) for r in json.load(open(sys.argv[1]))]' {l} | while read a k; do baton ledger forget --adapter $a --key $k || exit 1; done",
+        l = dir.join("list.json").display()
+    ))
+}
+
+/// The keys the last `forget_all` command was given, in order.
+pub fn given(dir: &Path) -> Vec<String> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("list.json")).unwrap()).unwrap();
+    v.as_array().unwrap().iter().map(|r| r["key"].as_str().unwrap().to_owned()).collect()
+}
+
+/// The succession journey of the ownership issue, on any store: `json` runs `baton ... --json`, `receipt`
+/// reads a scope's stored `latest.json`, `dir` is where the destroy command keeps its list.
+pub fn succession_journey(dir: &Path, json: &dyn Fn(&[&str]) -> (i32, Value), receipt: &dyn Fn(&str, &str) -> Value) {
+    let record = sh(
+        "baton ledger intend --adapter vercel --key env:A && baton ledger record --adapter vercel --key env:A --id v1 && baton ledger record --adapter vercel --key env:B --id v2",
+    );
+    let (code, env) = json(&["run", "--branch", "feat/search", "--", "sh", "-c", &record]);
+    assert_eq!(code, 0, "{env}");
+    assert_eq!(ledger_keys(&receipt("preview", "branch-feat-search")["ledger"]), ["env:A:baton", "env:B:baton"]);
+
+    let (code, env) = json(&["run", "--branch", "feat/search", "--pr", "42", "--", "true"]);
+    assert_eq!(code, 0, "{env}");
+    let warning = env["warnings"][0].as_str().unwrap();
+    assert!(warning.starts_with("Inherited 2 resources from scope `branch-feat-search`"), "{warning}");
+    let branch = receipt("preview", "branch-feat-search");
+    assert_eq!(branch["supersededBy"], "pr-42");
+    assert_eq!(branch["ledger"], serde_json::json!([]));
+    assert_eq!(ledger_keys(&receipt("preview", "pr-42")["ledger"]), ["env:A:baton", "env:B:baton"]);
+    let (_, status) = json(&["status", "--branch", "feat/search", "--pr", "42"]);
+    assert_eq!(status["owns"].as_array().unwrap().len(), 2, "{status}");
+    assert_eq!(status["inherited"], serde_json::json!([]));
+
+    let forget = forget_all(dir);
+    let (code, _) = json(&["destroy", "--branch", "feat/search", "--", "sh", "-c", &forget]);
+    assert_eq!(code, 0);
+    assert!(given(dir).is_empty(), "destroying the branch scope deletes nothing");
+    let (code, env) = json(&["destroy", "--branch", "feat/search", "--pr", "42", "--", "sh", "-c", &forget]);
+    assert_eq!(code, 0, "{env}");
+    assert_eq!(given(dir), ["env:B", "env:A"], "newest first");
+    let pr = receipt("preview", "pr-42");
+    assert_eq!(
+        (pr["destroy"].clone(), pr["status"].clone(), pr["ledger"].clone()),
+        (serde_json::json!(true), serde_json::json!("complete"), serde_json::json!([]))
+    );
+}
