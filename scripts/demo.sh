@@ -8,6 +8,8 @@ bash scripts/setup.sh
 bash scripts/build-wasm.sh
 cargo build --release -q -p baton-native
 BATON="$PWD/target/release/baton"
+# The demo uses the embedded store even on a CI machine, where `baton run` would default to the origin remote.
+unset CI BATON_STORE
 
 echo "== the scope of this checkout" >&2
 "$BATON" scope --json
