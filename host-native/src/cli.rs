@@ -24,24 +24,32 @@ pub struct Cli {
 /// The commands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Print the scope of this run, detected from flags, BATON_CTX_* and CI variables (GitHub Actions,
+    /// Print the scope of this run (pr-<n>, main or branch-<name>)
+    ///
+    /// Detected from flags, BATON_CTX_* and CI variables (GitHub Actions,
     /// GitLab CI, CircleCI, Bitbucket Pipelines), then local git
     Scope(ScopeArgs),
     /// Acquire, release or inspect the lock (lease) of a scope
     #[command(subcommand)]
     Lock(LockCommand),
-    /// Run a command under the scope's lease: acquire it (or wait), run CMD with BATON_ENV, BATON_SCOPE,
+    /// Run a command under the scope's lease (the main job)
+    ///
+    /// Acquire the scope's lease (or wait), run CMD with BATON_ENV, BATON_SCOPE,
     /// BATON_HOLDER, BATON_EPOCH and BATON_STORE set, renew in the background, stop CMD (SIGTERM, then
     /// SIGKILL) before the lease could be taken over if renewals stop getting through or another run took
     /// it, and release it on every exit path. Exits with CMD's code, or 3 (LOCK_HELD, LOCK_LOST)
     #[command(after_long_help = RUN_HELP)]
     Run(RunArgs),
-    /// Destroy what the scope owns: acquire its lease (or wait), give CMD the ledger entries to delete on
+    /// Destroy what the scope owns, through CMD
+    ///
+    /// Acquire the scope's lease (or wait), give CMD the ledger entries to delete on
     /// stdin (a JSON array of {adapter, key, id, provider, createdBy}, newest first; adopted entries are only
     /// forgotten), let CMD report each deleted one with `baton ledger forget`, and write the destroy receipt
     /// when CMD exits. Intents left unresolved fail with INTENT_UNRESOLVED; nothing is dropped on a guess
     Destroy(RunArgs),
-    /// Run CMD under a lease on a shared parent object (not a scope): every writer of that object, in any
+    /// Run a command under a lease on a shared parent object
+    ///
+    /// A lease on the object, not a scope: every writer of that object, in any
     /// scope or environment, is serialised. The identity names the object, e.g. auth0:tenant:client:abc
     LockObject(ObjectArgs),
     /// What the scope's ledger holds, and fenced changes to it (inside `baton run`, or with --holder/--epoch)
@@ -50,10 +58,14 @@ pub enum Command {
     /// Show the scope's receipt, or list the receipts of the environment
     #[command(subcommand)]
     Receipt(ReceiptCommand),
-    /// The scope at a glance: its lock (live, expired or none), what it owns, what it inherited, and how many
+    /// The scope at a glance
+    ///
+    /// Its lock (live, expired or none), what it owns, what it inherited, and how many
     /// resources other scopes of its environment own
     Status(StatusArgs),
-    /// Write one data file of the scope's cell, fenced: it lands only if the holder still holds the lease at
+    /// Write one data file of the scope's cell, fenced (content from stdin)
+    ///
+    /// It lands only if the holder still holds the lease at
     /// that epoch, checked in the same atomic step (exit 3 with LOCK_LOST otherwise). Reads the content from
     /// stdin. Inside `baton run`, holder, epoch, scope and store come from the environment
     Write(WriteArgs),
