@@ -425,13 +425,12 @@ impl Run {
                 .map_err(|e| HostError::io("cannot dup stderr", &e))?;
             cmd.stdout(Stdio::from(fd));
         }
-        let shown = self.job.cmd.join(" ");
-        let shown = match shown.lines().next() {
-            Some(first) if first.len() < shown.len() || first.len() > 80 => {
-                format!("{} ...", first.chars().take(80).collect::<String>())
-            }
-            _ => shown,
-        };
+        // One line for people: whitespace runs (newlines of a script included) collapsed, at most 80 characters.
+        let joined = self.job.cmd.join(" ");
+        let words: Vec<&str> = joined.split_whitespace().collect();
+        let flat = words.join(" ");
+        let shown =
+            if flat.chars().count() > 80 { format!("{} ...", flat.chars().take(80).collect::<String>()) } else { flat };
         note(format!("running `{shown}` under {} (epoch {epoch})", self.job.label));
         let mut child = cmd.spawn().map_err(|e| {
             HostError::new("COMMAND_FAILED", format!("cannot start `{program}`: {e}"))
