@@ -63,26 +63,33 @@ fn env_u64(name: &str, default: u64) -> u64 {
     }
 }
 
-/// Runs the schedules `first..first + count` on every core. Returns the summed counters and the failure of
-/// the lowest failing seed (every lower seed has run and passed, so the report does not depend on threads).
-fn run_many(first: u64, count: u64, make: impl Fn(u64) -> Plan + Sync) -> (Counters, Option<(u64, Failure)>) {
+/// Runs the seeds `first..first + count` on every core with `run`. Returns the counters summed with `add`
+/// (starting from `fresh()`) and the failure of the lowest failing seed (every lower seed has run and passed,
+/// so the report does not depend on threads).
+fn run_seeds<C: Send>(
+    first: u64,
+    count: u64,
+    fresh: impl Fn() -> C + Sync,
+    add: impl Fn(&mut C, &C) + Sync,
+    run: impl Fn(u64) -> Result<C, Failure> + Sync,
+) -> (C, Option<(u64, Failure)>) {
     let next = AtomicU64::new(first);
     let stop = AtomicU64::new(u64::MAX);
     let end = first.saturating_add(count);
-    let total = Mutex::new(Counters::default());
+    let total = Mutex::new(fresh());
     let failed: Mutex<Option<(u64, Failure)>> = Mutex::new(None);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(16);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
-                let mut mine = Counters::default();
+                let mut mine = fresh();
                 loop {
                     let seed = next.fetch_add(1, Ordering::Relaxed);
                     if seed >= end || seed > stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    match world::run(&make(seed)) {
-                        Ok(c) => mine.add(&c),
+                    match run(seed) {
+                        Ok(c) => add(&mut mine, &c),
                         Err(f) => {
                             stop.fetch_min(seed, Ordering::Relaxed);
                             let mut slot = failed.lock().unwrap_or_else(|e| e.into_inner());
@@ -92,11 +99,16 @@ fn run_many(first: u64, count: u64, make: impl Fn(u64) -> Plan + Sync) -> (Count
                         }
                     }
                 }
-                total.lock().unwrap_or_else(|e| e.into_inner()).add(&mine);
+                add(&mut total.lock().unwrap_or_else(|e| e.into_inner()), &mine);
             });
         }
     });
     (total.into_inner().unwrap_or_else(|e| e.into_inner()), failed.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs the lease schedules `first..first + count` (see [`run_seeds`]).
+fn run_many(first: u64, count: u64, make: impl Fn(u64) -> Plan + Sync) -> (Counters, Option<(u64, Failure)>) {
+    run_seeds(first, count, Counters::default, Counters::add, |seed| world::run(&make(seed)))
 }
 
 fn ms(v: u64) -> String {
@@ -274,43 +286,13 @@ fn grace_period() {
     }
 }
 
-/// Runs the succession schedules `first..first + count` on every core, like `run_many`.
+/// Runs the succession schedules `first..first + count` (see [`run_seeds`]).
 fn run_many_succession(
     first: u64,
     count: u64,
     make: impl Fn(u64) -> succession::SuccessionPlan + Sync,
 ) -> (succession::Counters, Option<(u64, Failure)>) {
-    let next = AtomicU64::new(first);
-    let stop = AtomicU64::new(u64::MAX);
-    let end = first.saturating_add(count);
-    let total = Mutex::new(succession::Counters::new());
-    let failed: Mutex<Option<(u64, Failure)>> = Mutex::new(None);
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get()).min(16);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| {
-                let mut mine = succession::Counters::new();
-                loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= end || seed > stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    match succession::run(&make(seed)) {
-                        Ok(c) => mine.add(&c),
-                        Err(f) => {
-                            stop.fetch_min(seed, Ordering::Relaxed);
-                            let mut slot = failed.lock().unwrap_or_else(|e| e.into_inner());
-                            if slot.as_ref().is_none_or(|(s, _)| seed < *s) {
-                                *slot = Some((seed, f));
-                            }
-                        }
-                    }
-                }
-                total.lock().unwrap_or_else(|e| e.into_inner()).add(&mine);
-            });
-        }
-    });
-    (total.into_inner().unwrap_or_else(|e| e.into_inner()), failed.into_inner().unwrap_or_else(|e| e.into_inner()))
+    run_seeds(first, count, succession::Counters::new, succession::Counters::add, |seed| succession::run(&make(seed)))
 }
 
 fn seed_or_none(s: u64) -> String {
