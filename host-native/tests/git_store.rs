@@ -251,7 +251,7 @@ fn a_rejecting_hook_gives_store_rejected_and_keeps_the_receipt() {
     let (code, lock) = g.json(&["lock", "acquire", "--scope", "pr-1", "--holder", "h", "--ttl", "1m"]);
     assert_eq!(code, 0, "{lock}");
     let epoch = lock["lock"]["epoch"].to_string();
-    let (code, env) = g.json(&[
+    let record = [
         "ledger",
         "record",
         "--scope",
@@ -266,7 +266,8 @@ fn a_rejecting_hook_gives_store_rejected_and_keeps_the_receipt() {
         "h",
         "--epoch",
         &epoch,
-    ]);
+    ];
+    let (code, env) = g.json(&record);
     assert_eq!((code, env["error"]["code"].as_str()), (1, Some("STORE_REJECTED")), "{env}");
     let err = &env["error"];
     assert!(err["message"].as_str().unwrap().contains("receipts are frozen today"), "{err}");
@@ -279,22 +280,7 @@ fn a_rejecting_hook_gives_store_rejected_and_keeps_the_receipt() {
     assert!(text.contains("\"key\": \"k\""), "{text}");
     // Once the remote accepts again, the next receipt lands and the kept file is cleaned up.
     std::fs::remove_file(&hook).unwrap();
-    let (code, env) = g.json(&[
-        "ledger",
-        "record",
-        "--scope",
-        "pr-1",
-        "--adapter",
-        "a",
-        "--key",
-        "k",
-        "--id",
-        "1",
-        "--holder",
-        "h",
-        "--epoch",
-        &epoch,
-    ]);
+    let (code, env) = g.json(&record);
     assert_eq!(code, 0, "{env}");
     assert!(!g.t.0.join(".baton/unpushed").exists());
 }
