@@ -376,3 +376,21 @@ fn over_git_daemon() {
         std::panic::resume_unwind(e);
     }
 }
+
+#[test]
+fn a_run_whose_final_receipt_is_rejected_fails_and_keeps_it() {
+    let g = GitTemp::new("final-rejected");
+    let hook = g.remote().join("hooks/pre-receive");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\nwhile read old new ref; do\n  if git log -1 --format=%s \"$new\" | grep -q '(complete)$'; then echo 'no final receipts today' >&2; exit 1; fi\ndone\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (code, env) = g.json(&["run", "--scope", "pr-1", "--", "true"]);
+    assert_eq!((code, env["error"]["code"].as_str()), (1, Some("STORE_REJECTED")), "{env}");
+    let kept = env["error"]["keptAt"].as_str().unwrap();
+    assert!(std::fs::read_to_string(kept).unwrap().contains("\"status\": \"complete\""), "the final receipt is kept");
+    assert_eq!(env["error"]["exitCode"], 0, "the command itself succeeded");
+    assert_eq!(g.json(&["lock", "status", "--scope", "pr-1"]).1["lock"], Value::Null, "and the lease was released");
+}

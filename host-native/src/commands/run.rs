@@ -109,7 +109,17 @@ async fn start(core: CoreComponent, t: Target, holder: String, config: Value, jo
         Ok(d) => d,
         Err((core, e)) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    let mut run = Run { driver, t, holder, job, warnings: Vec::new(), lost: None, child_status: None, signal: None };
+    let mut run = Run {
+        driver,
+        t,
+        holder,
+        job,
+        warnings: Vec::new(),
+        lost: None,
+        child_status: None,
+        signal: None,
+        receipt_error: None,
+    };
     let end = run.drive().await;
     (run.driver.into_core(), end)
 }
@@ -125,6 +135,8 @@ struct Run {
     child_status: Option<ExitStatus>,
     /// A SIGINT/SIGTERM that arrived before CMD started.
     signal: Option<i32>,
+    /// Why the final receipt could not be written (other than a lost lease): the run fails with it.
+    receipt_error: Option<HostError>,
 }
 
 /// What the run recorded at its start.
@@ -289,9 +301,12 @@ impl Run {
                 self.lost.get_or_insert(e.to_json());
                 return None;
             }
+            // The command's work is done but not recorded (e.g. STORE_REJECTED, receipt kept locally): the run
+            // fails with that error, so CI does not report a success whose record is missing.
             Err(e) => {
                 if self.lost.is_none() {
                     self.warn(&format!("Could not write the final receipt: {}", e.message));
+                    self.receipt_error = Some(e);
                 }
                 return None;
             }
@@ -484,6 +499,9 @@ impl Run {
                 format!("the command {how}; the lease was held throughout and is released."),
             );
             return RunEnd { outcome: Err(with(e, fields)), exit: Some(u8::try_from(n).unwrap_or(1)) };
+        }
+        if let Some(e) = self.receipt_error.take() {
+            return RunEnd { outcome: Err(with(e, fields)), exit: None };
         }
         if self.job.mode == Mode::Destroy {
             let finished = finished.unwrap_or(Value::Null);
