@@ -93,34 +93,7 @@ fn conformance(name: &str, b: Baton<'_>, cwd: &std::path::Path, store: &str) {
     assert!(scopes.contains(&"pr-4"), "{name}: {scopes:?}");
 
     // Exactly one of 8 simultaneous contenders wins a fresh scope; the others see the winner (LOCK_HELD).
-    let children: Vec<_> = (0..8)
-        .map(|i| {
-            command(cwd, &["lock", "acquire", "--scope", "pr-5", "--holder", &format!("h{i}"), "--json"])
-                .env("BATON_STORE", store)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let results: Vec<(i32, Value)> = children
-        .into_iter()
-        .map(|c| {
-            let out = c.wait_with_output().unwrap();
-            (out.status.code().unwrap(), envelope(&out))
-        })
-        .collect();
-    let winners: Vec<&Value> = results.iter().filter(|(c, _)| *c == 0).map(|(_, e)| e).collect();
-    assert_eq!(winners.len(), 1, "{name}: {results:?}");
-    for (code, env) in &results {
-        if *code != 0 {
-            assert_eq!((*code, &env["error"]["code"]), (3, &json!("LOCK_HELD")), "{name}");
-            assert_eq!(
-                &env["error"]["lock"]["holder"], &winners[0]["lock"]["holder"],
-                "{name}: losers see the real holder"
-            );
-        }
-    }
+    common::race_for_lock(cwd, store, "pr-5", 8, name);
 }
 
 #[test]

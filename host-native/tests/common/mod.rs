@@ -239,3 +239,37 @@ pub fn succession_journey(dir: &Path, json: &dyn Fn(&[&str]) -> (i32, Value), re
         (serde_json::json!(true), serde_json::json!("complete"), serde_json::json!([]))
     );
 }
+
+/// `n` simultaneous `baton lock acquire` processes on `scope`: asserts that exactly one wins and every other
+/// gets `LOCK_HELD` naming the winner (exit 3). Returns the winner's envelope.
+pub fn race_for_lock(cwd: &Path, store: &str, scope: &str, n: usize, label: &str) -> Value {
+    let children: Vec<_> = (0..n)
+        .map(|i| {
+            command(cwd, &["lock", "acquire", "--scope", scope, "--holder", &format!("h{i}"), "--json"])
+                .env("BATON_STORE", store)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let results: Vec<(i32, Value)> = children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            (out.status.code().unwrap(), envelope(&out))
+        })
+        .collect();
+    let winners: Vec<&Value> = results.iter().filter(|(c, _)| *c == 0).map(|(_, e)| e).collect();
+    assert_eq!(winners.len(), 1, "{label}: {results:?}");
+    for (code, env) in &results {
+        if *code != 0 {
+            assert_eq!((*code, env["error"]["code"].as_str()), (3, Some("LOCK_HELD")), "{label}");
+            assert_eq!(
+                env["error"]["lock"]["holder"], winners[0]["lock"]["holder"],
+                "{label}: losers see the real holder"
+            );
+        }
+    }
+    winners[0].clone()
+}
