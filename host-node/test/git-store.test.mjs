@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BatonError, acquireLease, destroy, openStore, scopeStatus, withLease } from 'baton-lease';
-import { rejection } from '../test-helpers.mjs';
+import { rejection, quiet, ctx, branchCtx, prCtx, db, url, brief } from '../test-helpers.mjs';
 
 const pkgDir = fileURLToPath(new URL('..', import.meta.url));
 const PREFIX = 'refs/heads/baton-receipts';
@@ -40,7 +40,6 @@ function fresh() {
 }
 
 
-const quiet = { onWarning: () => {} };
 
 /** Runs a CommonJS script in a child node process; resolves {code, stdout, stderr}. */
 async function child(script, timeoutMs = 60_000) {
@@ -194,13 +193,6 @@ test('a lease renews on git; after another holder broke the lock its fenced writ
   await Promise.all([store.close(), ops.close()]);
 });
 
-const ctx = (scope, branch, pr = null, extra = {}) => ({ env: 'preview', scope, branch, sha: null, pr, ...extra });
-const sha = (c) => c.repeat(40);
-const branchCtx = ctx('branch-feat-search', 'feat/search', null, { sha: sha('a'), defaultBranch: 'main' });
-const prCtx = ctx('pr-42', 'feat/search', 42, { sha: sha('b'), defaultBranch: 'main' });
-const db = { adapter: 'neon', key: 'db-feat-search', provider: { project: 'p1' }, op: 'branch', label: 'database branch' };
-const url = { adapter: 'vercel', key: 'API_URL', provider: { team: 't1', project: 'web' }, op: 'env' };
-const brief = (e) => ({ adapter: e.adapter, key: e.key, id: e.id, createdBy: e.createdBy });
 
 test('the succession journey on a git store: a branch run, the PR inherits and takes over, destroys', async () => {
   const { store, receipt, show, run } = fresh();

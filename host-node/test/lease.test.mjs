@@ -10,11 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BatonError, acquireLease, openStore, withLease } from 'baton-lease';
-import { rejection } from '../test-helpers.mjs';
+import { rejection, quiet } from '../test-helpers.mjs';
 
 const pkgDir = fileURLToPath(new URL('..', import.meta.url));
 const cell = { env: 'preview', scope: 'pr-1' };
-const quiet = { onWarning: () => {} };
 
 /** A fresh store in a fresh temp dir. */
 function fresh() {

@@ -23,7 +23,7 @@ import {
   withLease,
   withObjectLease,
 } from 'baton-lease';
-import { rejection } from '../test-helpers.mjs';
+import { rejection, quiet, ctx, sha, branchCtx, prCtx, db, url, brief } from '../test-helpers.mjs';
 
 const pkgDir = fileURLToPath(new URL('..', import.meta.url));
 
@@ -41,18 +41,9 @@ function collector() {
   const warnings = [];
   return Object.defineProperty({ onWarning: (m) => warnings.push(m) }, 'warnings', { value: warnings });
 }
-const quiet = { onWarning: () => {} };
 
 
-const ctx = (scope, branch, pr = null, extra = {}) => ({ env: 'preview', scope, branch, sha: null, pr, ...extra });
-const sha = (c) => c.repeat(40);
-const branchCtx = ctx('branch-feat-search', 'feat/search', null, { sha: sha('a'), defaultBranch: 'main' });
-const prCtx = ctx('pr-42', 'feat/search', 42, { sha: sha('b'), defaultBranch: 'main' });
-const db = { adapter: 'neon', key: 'db-feat-search', provider: { project: 'p1' }, op: 'branch', label: 'database branch' };
-const url = { adapter: 'vercel', key: 'API_URL', provider: { team: 't1', project: 'web' }, op: 'env' };
 
-/** What a ledger entry says, for comparisons. */
-const brief = (e) => ({ adapter: e.adapter, key: e.key, id: e.id, createdBy: e.createdBy });
 
 test('the succession journey: a branch run, the PR inherits and takes over, destroys delete exactly what each owns', async () => {
   const { store, dir, receipt } = fresh();
