@@ -14,6 +14,10 @@ use crate::time::{UnixMs, format_iso, parse_iso};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// The lock format this baton understands (a lock without `version` is this one). A lock with another
+/// `version` is `LOCK_CORRUPT`: never taken over or rewritten, only broken on purpose.
+pub const LOCK_VERSION: u64 = 1;
+
 /// The content of `lock.json`: the original's `{holder, acquiredAt, expiresAt}` plus `epoch`.
 /// Fields baton does not know are kept on every rewrite.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -109,6 +113,23 @@ pub fn parse_lock(cell: &Cell) -> Result<Option<LockRecord>, CoreError> {
     };
     let value: Value = serde_json::from_str(text).map_err(|e| corrupt(format!("not valid JSON ({e})")))?;
     let obj = value.as_object().ok_or_else(|| corrupt("not a JSON object".into()))?;
+    // A lock from a newer tool (a `version` this baton does not know) may mean more than holder and expiry:
+    // never judge it, take it over or rewrite it; only a deliberate `lock break` replaces it.
+    if let Some(version) = obj.get("version").filter(|v| v.as_u64() != Some(LOCK_VERSION)) {
+        return Err(CoreError::new(
+            ErrorCode::LockCorrupt,
+            format!(
+                "The lock of {} (lock.json) is version {version}, written by a newer tool; this baton understands version {LOCK_VERSION} only, so it neither takes it over nor rewrites it. Upgrade baton; if no run is active and you cannot, replace it with `baton lock break --env {} --scope {} --reason <why>`.",
+                cell.label(),
+                cell.env,
+                cell.scope
+            ),
+        )
+        .with("environment", cell.env.clone())
+        .with("scope", cell.scope.clone())
+        .with("version", version.clone())
+        .with("reason", format!("written by a newer tool (lock version {version})")));
+    }
     if !obj.get("holder").is_some_and(Value::is_string) {
         return Err(corrupt("no string `holder`".into()));
     }
@@ -279,8 +300,16 @@ pub fn break_lock(cell: &Cell, holder: &str, ttl_ms: u64, now: UnixMs, reason: &
         Ok(lock) => (lock, None),
         Err(e) => (None, Some(e.message)),
     };
-    // An unreadable epoch.json is exactly what a break repairs: fall back to what the lock says.
-    let last = last_epoch(cell, current.as_ref()).unwrap_or_else(|_| current.as_ref().map_or(0, |l| l.epoch));
+    // An unreadable epoch.json is exactly what a break repairs: fall back to what the lock says. A lock that
+    // did not parse (a newer tool's) may still name its epoch: never grant one at or below it.
+    let unparsed_epoch = cell
+        .file(LOCK_FILE)
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .and_then(|v| v.get("epoch").and_then(Value::as_u64))
+        .unwrap_or(0);
+    let last = last_epoch(cell, current.as_ref())
+        .unwrap_or_else(|_| current.as_ref().map_or(0, |l| l.epoch))
+        .max(unparsed_epoch);
     let epoch = next_epoch(cell, last)?;
     let mut broke = Map::new();
     broke.insert("at".into(), format_iso(now).into());
@@ -416,6 +445,23 @@ mod tests {
         let g = break_lock(&c, "b", 1000, T0, "stuck since friday").unwrap();
         assert_eq!(g.lock.extra["broke"]["reason"], "stuck since friday");
         assert!(g.lock.extra["broke"]["corrupt"].is_string());
+    }
+
+    #[test]
+    fn a_lock_from_a_newer_tool_is_never_judged_or_taken_over() {
+        let mut c = cell();
+        let newer = "{\"version\":2,\"holder\":\"x\",\"expiresAt\":\"2020-01-01T00:00:00.000Z\",\"epoch\":4}";
+        c.files.insert(LOCK_FILE.into(), newer.into());
+        let e = acquire(&c, "b", 1000, T0).unwrap_err();
+        assert_eq!(e.code, ErrorCode::LockCorrupt, "expired or not, it is not taken over");
+        assert!(e.message.contains("newer tool") && e.message.contains("Upgrade baton"), "{}", e.message);
+        assert_eq!(read(&c, T0).unwrap_err().code, ErrorCode::LockCorrupt);
+        assert_eq!(renew(&c, "x", 4, 1000, T0).unwrap_err().code, ErrorCode::LockLost, "not even by its holder");
+        assert!(!release(&c, "x", Some(4)).released);
+        let g = break_lock(&c, "b", 1000, T0, "upgrading").unwrap();
+        assert_eq!(g.lock.epoch, 5, "breaking a newer lock never repeats the epoch it recorded");
+        c.files.insert(LOCK_FILE.into(), newer.replace("\"version\":2,", "\"version\":1,"));
+        assert_eq!(acquire(&c, "b", 1000, T0).unwrap().preempted.unwrap().holder, "x", "version 1 is this format");
     }
 
     #[test]
