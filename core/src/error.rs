@@ -25,7 +25,8 @@ pub enum ErrorCode {
     Usage,
     /// The store kept losing compare-and-swap races until the retry budget ran out.
     StoreContended,
-    /// The store (a git remote) rejected the write.
+    /// The store rejected the write: a git remote's hook or branch protection, or a dir store whose disk is
+    /// full (the file being replaced keeps its previous content).
     StoreRejected,
     /// The store cannot be read or written with the credentials given.
     StorePermission,

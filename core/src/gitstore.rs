@@ -69,6 +69,9 @@ pub fn classify_push(exit_code: i32, stderr: &str) -> (PushOutcome, String) {
         "terminal prompts disabled",
         "repository not found",
         "unable to access",
+        "unable to connect",
+        "could not resolve host",
+        "does not appear to be a git repository",
     ]) {
         PushOutcome::Permission
     } else if any(&["remote rejected", "hook declined", "[rejected]", "rejected"]) {
@@ -77,8 +80,11 @@ pub fn classify_push(exit_code: i32, stderr: &str) -> (PushOutcome, String) {
         PushOutcome::Other
     };
     let remote: Vec<&str> = stderr.lines().filter(|l| l.trim_start().starts_with("remote:")).map(str::trim).collect();
+    // Without the remote's own lines, git's first `fatal:` line says what went wrong (the last line may be
+    // the tail of its advice: "and the repository exists.").
     let detail = if remote.is_empty() {
-        stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned()
+        let fatal = stderr.lines().find(|l| l.trim_start().starts_with("fatal:"));
+        fatal.or_else(|| stderr.lines().rev().find(|l| !l.trim().is_empty())).unwrap_or("").trim().to_owned()
     } else {
         remote.join(" ")
     };
@@ -193,6 +199,15 @@ mod tests {
         );
         assert_eq!((o, d.as_str()), (PushOutcome::Rejected, "remote: no pushes on fridays"));
         assert_eq!(classify_push(1, "fatal: something odd").0, PushOutcome::Other);
+        let (o, d) = classify_push(
+            128,
+            "fatal: '/srv/r.git' does not appear to be a git repository\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.",
+        );
+        assert_eq!(
+            (o, d.as_str()),
+            (PushOutcome::Permission, "fatal: '/srv/r.git' does not appear to be a git repository")
+        );
+        assert_eq!(classify_push(128, "fatal: unable to connect to 127.0.0.1:").0, PushOutcome::Permission);
     }
 
     #[test]

@@ -42,8 +42,13 @@ fn is_safe_char(c: char) -> bool {
 /// colliding with derived ones or escaping the store (see [`crate::names`]).
 pub fn validate_name(what: &str, name: &str) -> Result<(), CoreError> {
     if name.is_empty() || name.len() > 200 || !name.chars().all(is_safe_char) {
+        let source = match what {
+            "env" => " (set by --env, BATON_CTX_ENV or BATON_ENV)",
+            "scope" => " (set by --scope or BATON_SCOPE)",
+            _ => "",
+        };
         return Err(CoreError::usage(format!(
-            "{what} `{name}` is not a valid name: use 1-200 characters from A-Z a-z 0-9 . _ - (derived scopes always are)"
+            "{what} `{name}` is not a valid name{source}: use 1-200 characters from A-Z a-z 0-9 . _ - (derived scopes always are). Nothing was read or written."
         ))
         .with(what, name));
     }

@@ -495,18 +495,28 @@ fn pending_handover(predecessor: Option<&str>, others: &[OtherScope]) -> BTreeSe
         .unwrap_or_default()
 }
 
-/// `approval`: a run writing to `production` needs a named approver (trimmed, non-blank), refused with
-/// `ENV_NOT_APPROVED` before any lock is taken. Answers the approver to record (only when required).
+/// Whether `env` is production, in any letter case: on a case-insensitive file system (macOS, Windows)
+/// `Production/` is the same directory as `production/`, so no spelling of it may skip the approval.
+pub fn protected_env(env: &str) -> bool {
+    env.eq_ignore_ascii_case("production")
+}
+
+/// `approval`: a run writing to `production` (any letter case, see [`protected_env`]) needs a named approver
+/// (trimmed, non-blank), refused with `ENV_NOT_APPROVED` before any lock is taken. Answers the approver to
+/// record (only when required).
 pub fn approval(env: &str, approved_by: Option<&str>) -> Result<Value, CoreError> {
     let name = approved_by.map(str::trim).filter(|s| !s.is_empty());
-    if env != "production" {
+    if !protected_env(env) {
         return Ok(json!({ "required": false, "approvedBy": null }));
     }
     match name {
         Some(n) => Ok(json!({ "required": true, "approvedBy": n })),
         None => Err(CoreError::new(
             ErrorCode::EnvNotApproved,
-            "This run applies to production: approval is required (approvedBy). Nothing was locked or written.",
+            format!(
+                "This run applies to {}: approval is required (approvedBy). Nothing was locked or written.",
+                if env == "production" { "production".to_owned() } else { format!("production (spelled `{env}`)") }
+            ),
         )
         .with("environment", env)),
     }

@@ -23,12 +23,15 @@ pub fn parse_receipt(text: &str, place: &str) -> Result<Receipt, CoreError> {
     let Value::Object(mut doc) = value else { return Err(corrupt("not a JSON object")) };
     let version = doc.get("version").and_then(Value::as_f64).ok_or_else(|| corrupt("no numeric `version`"))?;
     if version > RECEIPT_VERSION as f64 {
+        let raw = doc.get("version").cloned().unwrap_or_default();
         return Err(CoreError::new(
             ErrorCode::ReceiptVersion,
-            format!("The receipt at {place} is version {version}; this baton understands versions 1-2. Upgrade baton."),
+            format!(
+                "The receipt at {place} is version {raw}, written by a newer baton; this baton understands versions 1-2. It is kept as it is and nothing was written: upgrade baton to the version that wrote it."
+            ),
         )
         .with("where", place)
-        .with("version", version));
+        .with("version", raw));
     }
     if version.fract() != 0.0 || version < 1.0 {
         return Err(corrupt(&format!("`version` {version} is not 1 or 2")));
