@@ -6,6 +6,7 @@ use crate::engine::CoreComponent;
 use crate::error::HostError;
 use serde_json::{Map, Value, json};
 use std::io::{ErrorKind, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// A dir store rooted at `root`.
@@ -120,7 +121,12 @@ impl DirStore {
         mut decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
         let dir = self.cell_dir(core, env, scope)?;
-        std::fs::create_dir_all(&dir).map_err(|e| HostError::io(format!("cannot create {}", dir.display()), &e))?;
+        // Owner only (0700), like every file in it (0600): receipts name what a scope owns.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| HostError::io(format!("cannot create {}", dir.display()), &e))?;
         let _mutex = CellMutex::take(&dir.join("lock.mutex"), env, scope)?;
         let cell = self.load(core, &dir, env, scope)?;
         let answer = decide(core, cell, now_ms())?;
@@ -143,7 +149,8 @@ fn apply(dir: &Path, changes: &[Value]) -> Result<(), HostError> {
             Some("write") => {
                 let content = change["content"].as_str().unwrap_or_default();
                 let tmp = dir.join(format!("{file}.{}.{}.tmp", std::process::id(), random_hex(4)));
-                let written = std::fs::File::create(&tmp).and_then(|mut f| {
+                let created = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp);
+                let written = created.and_then(|mut f| {
                     f.write_all(content.as_bytes())?;
                     f.sync_all()
                 });

@@ -19,6 +19,7 @@ use crate::error::HostError;
 use repo::Repo;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -409,7 +410,12 @@ fn keep_locally(unpushed: &Path, dir: &str, content: &str) -> Result<PathBuf, Ho
     // Another process may prune the empty folders between the two steps: try again then.
     let mut tries = 0;
     loop {
-        match std::fs::create_dir_all(&folder).and_then(|()| std::fs::write(&path, content)) {
+        // Owner only: a receipt names what a scope owns.
+        let written = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&folder).and_then(|()| {
+            let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+            std::io::Write::write_all(&mut f, content.as_bytes())
+        });
+        match written {
             Ok(()) => return Ok(path),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && tries < 3 => tries += 1,
             Err(e) => return Err(HostError::io(format!("cannot keep the receipt in {}", path.display()), &e)),

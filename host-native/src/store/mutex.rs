@@ -7,6 +7,7 @@
 use crate::error::HostError;
 use serde_json::{Value, json};
 use std::io::ErrorKind;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -33,7 +34,13 @@ impl CellMutex {
         let content =
             format!("{}\n", json!({ "pid": pid, "start": process_start(pid), "host": hostname(), "token": token }));
         let tmp = path.with_file_name(format!("lock.mutex.{pid}.{token}.tmp"));
-        std::fs::write(&tmp, &content).map_err(|e| HostError::io(format!("cannot write {}", tmp.display()), &e))?;
+        let written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, content.as_bytes()));
+        written.map_err(|e| HostError::io(format!("cannot write {}", tmp.display()), &e))?;
         let started = Instant::now();
         let bound = wait_bound();
         let mut spins = 0u32;
