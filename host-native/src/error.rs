@@ -30,9 +30,29 @@ impl HostError {
         Self::new("INTERNAL", message)
     }
 
-    /// An I/O failure on `what`, reported as `INTERNAL` with the OS error.
+    /// An I/O failure on `what` with the OS error, classified by what the user can do about it: access
+    /// denied or a read-only file system is `STORE_PERMISSION`, a full disk or quota `STORE_REJECTED`, a file
+    /// where a directory should be `USAGE`, anything else `INTERNAL`. Every write is a temp file renamed over
+    /// its target, so a failed one leaves the file it would have replaced as it was.
     pub fn io(what: impl fmt::Display, e: &std::io::Error) -> Self {
-        Self::internal(format!("{what}: {e}"))
+        let errno = e.raw_os_error().unwrap_or(0);
+        let (code, fix) = match errno {
+            libc::EACCES | libc::EPERM | libc::EROFS => (
+                "STORE_PERMISSION",
+                " The store must be readable and writable by this user: fix its permissions or mount, or choose another store with --store (BATON_STORE). Nothing was changed.",
+            ),
+            libc::ENOSPC | libc::EDQUOT => (
+                "STORE_REJECTED",
+                " The store's file system is full: free space there and re-run. No file was replaced; the previous content is intact.",
+            ),
+            libc::ENOTDIR => (
+                "USAGE",
+                " A path inside the store is a file, not a directory: point --store (BATON_STORE) at a directory, or move the file away.",
+            ),
+            _ => ("INTERNAL", ""),
+        };
+        let err = Self::new(code, format!("{what}: {e}.{fix}"));
+        if errno == 0 { err } else { err.with("errno", errno) }
     }
 
     /// Adds a detail field.

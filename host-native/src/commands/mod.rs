@@ -39,6 +39,7 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Re
         Some("dir") => {
             let path =
                 answer["path"].as_str().ok_or_else(|| HostError::internal(format!("store-spec answered {answer}")))?;
+            check_dir_store(path)?;
             Ok(Store::Dir(DirStore::new(path)))
         }
         Some("git") => {
@@ -50,4 +51,24 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Re
         }
         _ => Err(HostError::usage(format!("the store {} is not supported by this build", answer["label"]))),
     }
+}
+
+/// Refuses (`USAGE`) a dir store whose path, or the nearest part of it that exists, is not a directory:
+/// nothing could be read or written there, and saying so names the fix.
+fn check_dir_store(path: &str) -> Result<(), HostError> {
+    let mut at = Some(std::path::Path::new(path));
+    while let Some(p) = at {
+        match std::fs::metadata(p) {
+            Ok(meta) if meta.is_dir() => return Ok(()),
+            Ok(_) => {
+                return Err(HostError::usage(format!(
+                    "The store dir:{path} cannot be used: {} is a file, not a directory. Point --store (or BATON_STORE) at a directory, or move the file away. Nothing was read or written.",
+                    p.display()
+                ))
+                .with("path", p.display().to_string()));
+            }
+            Err(_) => at = p.parent().filter(|q| !q.as_os_str().is_empty()),
+        }
+    }
+    Ok(())
 }
