@@ -177,6 +177,9 @@ pub struct AcquireArgs {
     /// Holder name, kept to release the lock later [default: BATON_HOLDER, else a new run-<8 hex>]
     #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
     pub holder: Option<String>,
+    /// Who approved taking the lock; required when the environment is production [default: BATON_APPROVED_BY]
+    #[arg(long, value_name = "NAME", env = "BATON_APPROVED_BY")]
+    pub approved_by: Option<String>,
     /// TTL and waiting.
     #[command(flatten)]
     pub lease: LeaseArgs,
@@ -208,6 +211,9 @@ pub struct BreakArgs {
     /// Holder of the new lock [default: BATON_HOLDER, else a new break-<8 hex>]
     #[arg(long, value_name = "HOLDER", env = "BATON_HOLDER")]
     pub holder: Option<String>,
+    /// Who approved breaking the lock; required when the environment is production [default: BATON_APPROVED_BY]
+    #[arg(long, value_name = "NAME", env = "BATON_APPROVED_BY")]
+    pub approved_by: Option<String>,
     /// Lifetime of the new lock
     #[arg(long, value_name = "DURATION", default_value = "15m", value_parser = parse_duration)]
     pub ttl: u64,

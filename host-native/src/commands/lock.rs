@@ -64,6 +64,10 @@ pub async fn acquire(mut core: CoreComponent, args: &AcquireArgs) -> (CoreCompon
         Ok(t) => t,
         Err(e) => return (core, Err(e)),
     };
+    // Approval before any lock is taken: no command gets a production lock without one.
+    if let Err(e) = core.invoke("approval", &json!({ "env": t.env, "approvedBy": args.approved_by })) {
+        return (core, Err(e));
+    }
     let holder =
         args.holder.clone().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| format!("run-{}", random_hex(4)));
     let config = args.lease.config(&t.env, &t.scope, &holder);
@@ -163,6 +167,8 @@ pub fn renew(core: &mut CoreComponent, args: &RenewArgs) -> Outcome {
 /// `baton lock break`.
 pub fn break_lock(core: &mut CoreComponent, args: &BreakArgs) -> Outcome {
     let t = target(core, &args.target)?;
+    // Breaking takes the lock: production needs an approver here too.
+    core.invoke("approval", &json!({ "env": t.env, "approvedBy": args.approved_by }))?;
     let holder =
         args.holder.clone().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| format!("break-{}", random_hex(4)));
     let (ttl, reason) = (args.ttl, args.reason.clone());
