@@ -11,6 +11,7 @@ const { call, hostError } = require('./core.cjs');
 const { takeMutex, releaseMutex, DEFAULT_WAIT_MS } = require('./mutex.cjs');
 const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
+const faults = require('./faults.cjs');
 
 /** A BatonError for a failed file operation: STORE_PERMISSION when access is denied, INTERNAL otherwise. */
 function ioError(e) {
@@ -87,11 +88,14 @@ async function transact(root, { env, scope, waitMs }, decide) {
   const cellDir = path.join(root, call('cell-path', { env, scope }).dir);
   let mutex;
   try {
-    await fs.mkdir(cellDir, { recursive: true });
-    mutex = await takeMutex(cellDir, { env, scope, waitMs });
+    await fs.mkdir(cellDir, { recursive: true, mode: 0o700 });
+    if (!faults.unsafeNoMutex) mutex = await takeMutex(cellDir, { env, scope, waitMs });
     const cell = { env, scope, files: await loadFiles(cellDir) };
     const answer = decide(cell, Date.now());
-    await applyChanges(cellDir, answer.changes ?? []);
+    await faults.slowStore();
+    const changes = answer.changes ?? [];
+    await applyChanges(cellDir, changes);
+    if (changes.length > 0) await faults.journal(path.relative(root, cellDir), cellDir, call('cell-files', {}));
     return answer;
   } catch (e) {
     throw ioError(e);
@@ -136,7 +140,7 @@ class DirStore extends CellStore {
   transact({ env, scope }, op, request = {}) {
     return transact(this.path, { env, scope, waitMs: this.mutexWaitMs }, (cell, nowMs) =>
       call(op, { ...request, cell, nowMs }),
-    );
+    ).then(faults.reply);
   }
 
   /**

@@ -30,6 +30,7 @@ const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
 const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
+const faults = require('./faults.cjs');
 const { git, parseBatch } = require('./git-run.cjs');
 
 const LATEST = 'latest.json';
@@ -471,7 +472,7 @@ class GitStore extends CellStore {
    * @param {object} [request] the request without `cell` and `nowMs`
    */
   transact(target, op, request = {}) {
-    return this.#exclusive(() => this.#transact(target, op, request));
+    return this.#exclusive(() => this.#transact(target, op, request)).then(faults.reply);
   }
 
   /**

@@ -5,6 +5,7 @@
 //! meaning, so everything above this module is store-agnostic.
 
 pub mod dir;
+pub mod faults;
 pub mod git;
 pub mod mutex;
 
@@ -51,10 +52,11 @@ impl Store {
         scope: &str,
         decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
-        match self {
+        let answer = match self {
             Self::Dir(s) => s.transact(core, env, scope, decide),
             Self::Git(s) => s.transact(core, env, scope, decide),
-        }
+        };
+        faults::faults().reply(answer)
     }
 
     /// A read-only look at the cell `env/scope`.
