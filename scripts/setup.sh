@@ -19,3 +19,5 @@ if ! "$TOOLS/bin/wasm-bindgen" --version 2>/dev/null | grep -qx "wasm-bindgen $W
 fi
 
 (cd host-node && npm ci --no-audit --no-fund --loglevel=error)
+# The torture harness's baseline (proper-lockfile), pinned by torture/package-lock.json.
+(cd torture && npm ci --no-audit --no-fund --loglevel=error)

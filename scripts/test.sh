@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test of every host: the core (unit, conformance corpus, simulation), the wasmtime component and the
-# CLI, the Node package, the cross-host tests, formatting, clippy on native and wasm32, tsc --strict.
+# CLI, the Node package, the cross-host tests, the torture harness (short profile), formatting, clippy on
+# native and wasm32, tsc --strict.
 # Installs what it needs first (scripts/setup.sh). Run from anywhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,4 +21,7 @@ step "clippy (native)";      cargo clippy --workspace --all-targets --quiet -- -
 step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p baton-node --target wasm32-unknown-unknown --quiet -- -D warnings
 step "node package";         (cd host-node && npm test && npm run --silent typecheck)
 step "cross-host";           BATON_BIN="$PWD/target/debug/baton" node --test tests/cross-host/
+step "torture checker";      node --test torture/
+step "torture (short profile: dir and git stores, proper-lockfile baseline, sabotaged-store control)"
+                             BATON_BIN="$PWD/target/debug/baton" node torture/torture.mjs --profile short --sabotage
 step "all tests passed"
