@@ -1,0 +1,8 @@
+//! libFuzzer target `invoke_any`: the body `fuzz_bodies::invoke_any` (core/tests/fuzz_bodies/mod.rs), shared with the
+//! stable test core/tests/fuzz_corpus.rs.
+#![no_main]
+
+#[path = "../../core/tests/fuzz_bodies/mod.rs"]
+mod bodies;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bodies::invoke_any(data));

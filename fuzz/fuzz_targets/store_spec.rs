@@ -1,0 +1,8 @@
+//! libFuzzer target `store_spec`: the body `fuzz_bodies::store_spec` (core/tests/fuzz_bodies/mod.rs), shared with the
+//! stable test core/tests/fuzz_corpus.rs.
+#![no_main]
+
+#[path = "../../core/tests/fuzz_bodies/mod.rs"]
+mod bodies;
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| bodies::store_spec(data));
