@@ -34,7 +34,7 @@ impl Rng {
     }
 
     fn maybe<'a>(&mut self, items: &[&'a str]) -> Option<&'a str> {
-        if self.next() % 3 == 0 { None } else { Some(self.pick(items)) }
+        if self.next().is_multiple_of(3) { None } else { Some(self.pick(items)) }
     }
 }
 
@@ -85,7 +85,7 @@ fn one_case(seed: u64) -> &'static str {
             vars.insert(k.into(), v.into());
         }
     }
-    if rng.next() % 2 == 0 {
+    if rng.next().is_multiple_of(2) {
         for (k, v) in [("GITHUB_ACTIONS", "true"), ("GITHUB_REF_NAME", "main"), ("GITHUB_SHA", "abc")] {
             vars.insert(k.into(), v.into());
         }
