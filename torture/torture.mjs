@@ -269,6 +269,7 @@ async function runStore(store, { seconds, workers, seed, bin }) {
 
   const cells = remote ? await gitHistory(remote) : await dirHistory(env.journal);
   const acks = records.flatMap((w) => w.acks.map((key) => ({ key, worker: w.id })));
+  const mode = kinds.includes('baseline') ? 'baseline' : 'baton';
   const violations = check({
     cells,
     acks,
@@ -276,7 +277,7 @@ async function runStore(store, { seconds, workers, seed, bin }) {
     endMs,
     ttlMs: env.ttlMs,
     successors: SUCCESSORS,
-    mode: kinds.includes('baseline') ? 'baseline' : 'baton',
+    mode,
   });
   const faultLog = existsSync(path.join(dir, 'faults.log')) ? readFileSync(path.join(dir, 'faults.log'), 'utf8') : '';
   const report = {
@@ -308,7 +309,8 @@ async function runStore(store, { seconds, workers, seed, bin }) {
     examples: violations.slice(0, 8),
     dir,
   };
-  if (violations.length === 0 || env.unsafe) rmSync(dir, { recursive: true, force: true });
+  // Kept only when baton itself failed, to look into.
+  if (violations.length === 0 || mode !== 'baton' || env.unsafe) rmSync(dir, { recursive: true, force: true });
   return report;
 }
 
@@ -349,14 +351,14 @@ async function main() {
     const baselineSeconds = opts.seconds ?? profile.baselineSeconds;
     reports.push(await runStore({ staleMs: profile.baselineStaleMs }, { seconds: baselineSeconds, workers, seed: seed + 100, bin }));
   }
+  const baton = reports.filter((r) => r.store === 'dir' || r.store === 'git');
   if (opts.sabotage) {
     reports.push(await runStore({ sabotage: true }, { seconds: Math.min(seconds, 10), workers: workers * 2, seed: seed + 200, bin }));
   }
   printTable(reports);
-  const baton = reports.filter((r) => r.store === 'dir' || r.store === 'git');
   for (const r of reports) {
     for (const v of r.examples) note(`${r.store}: ${v.kind}${v.cell ? ` in ${v.cell}` : ''}: ${v.detail}`);
-    if (r.total > 0 && r.store !== 'dir-sabotaged') note(`${r.store}: files kept in ${r.dir}`);
+    if (r.total > 0 && baton.includes(r)) note(`${r.store}: files kept in ${r.dir}`);
   }
   if (opts.json) writeFileSync(opts.json, `${JSON.stringify({ profile: opts.profile, seed, reports }, null, 2)}\n`);
   const failed = baton.filter((r) => r.total > 0);
