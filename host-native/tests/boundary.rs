@@ -1,0 +1,326 @@
+//! No panic crosses the wasm boundary: every operation of the core component, called through wasmtime with
+//! malformed and random requests, answers with a value (an answer, or an `error` record whose code is one of
+//! the core's `error-codes`), never a trap, and answers exactly as the native core does.
+//!
+//! The calls go through wasmtime's dynamic component API, so a trap is seen as what it is (a
+//! `wasmtime::Trap` in the call's error) rather than as a host error. The control test shows that a
+//! component which traps is reported as a trap by the same classification.
+//!
+//! Inputs: for every operation a fixed list of malformed requests, the requests of the fuzz corpus
+//! (`fuzz/corpus/invoke_any/`, `op\nrequest`), and `BATON_BOUNDARY_CASES` (default 1500) seeded mutations
+//! of them (`core/tests/fuzz_bodies/inputs.rs`).
+
+#[path = "../../core/tests/fuzz_bodies/mod.rs"]
+mod fuzz_bodies;
+#[allow(dead_code)]
+#[path = "../../core/tests/fuzz_bodies/inputs.rs"]
+mod inputs;
+#[allow(dead_code)]
+#[path = "../../core/tests/sim/rng.rs"]
+mod rng;
+
+use baton_core::api::{OPS, invoke};
+use baton_native::engine::COMPONENT;
+use serde_json::Value;
+use std::sync::OnceLock;
+use wasmtime::component::{Component, ComponentExportIndex, Instance, Linker, Val};
+use wasmtime::{Config, Engine, Store, Trap};
+
+/// The WIT interface every operation is exported from.
+const INTERFACE: &str = "baton:core/decisions@0.1.0";
+
+/// What one call across the boundary gave.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// `ok(answer)` (or a plain return value, as JSON text).
+    Answer(String),
+    /// `err(error)`: the WIT error record.
+    Refused { code: String, message: String, json: String },
+    /// The guest trapped (a panic under `panic = "abort"` is `unreachable`), or the call failed in wasmtime.
+    Trap(String),
+}
+
+/// A component instance called through wasmtime's dynamic API. A trap poisons an instance, so the next
+/// call after a trap instantiates afresh.
+struct Boundary {
+    engine: Engine,
+    component: Component,
+    store: Store<()>,
+    instance: Instance,
+}
+
+impl Boundary {
+    fn new(bytes: &[u8]) -> Self {
+        let engine = Engine::new(&Config::new()).expect("an engine");
+        let component = Component::new(&engine, bytes).expect("the component compiles");
+        Self::with(engine, component)
+    }
+
+    /// The core component, compiled once per test binary (a debug wasmtime takes seconds to compile it).
+    fn core() -> Self {
+        static COMPILED: OnceLock<(Engine, Component)> = OnceLock::new();
+        let (engine, component) = COMPILED.get_or_init(|| {
+            let engine = Engine::new(&Config::new()).expect("an engine");
+            let component = Component::new(&engine, COMPONENT).expect("the core component compiles");
+            (engine, component)
+        });
+        Self::with(engine.clone(), component.clone())
+    }
+
+    fn with(engine: Engine, component: Component) -> Self {
+        let (store, instance) = Self::instantiate(&engine, &component);
+        Self { engine, component, store, instance }
+    }
+
+    fn instantiate(engine: &Engine, component: &Component) -> (Store<()>, Instance) {
+        let mut store = Store::new(engine, ());
+        let instance = Linker::new(engine).instantiate(&mut store, component).expect("instantiates with no imports");
+        (store, instance)
+    }
+
+    fn func_index(&mut self, name: &str) -> ComponentExportIndex {
+        let iface = self.instance.get_export_index(&mut self.store, None, INTERFACE);
+        self.instance
+            .get_export_index(&mut self.store, iface.as_ref(), name)
+            .or_else(|| self.instance.get_export_index(&mut self.store, None, name))
+            .unwrap_or_else(|| panic!("the component exports `{name}`"))
+    }
+
+    /// Calls export `name` with `params`; the single result, or the trap.
+    fn call(&mut self, name: &str, params: &[Val]) -> Result<Val, String> {
+        let index = self.func_index(name);
+        let func = self.instance.get_func(&mut self.store, index).expect("an exported function");
+        let mut results = [Val::Bool(false)];
+        match func.call(&mut self.store, params, &mut results) {
+            Ok(()) => Ok(results[0].clone()),
+            Err(e) => {
+                let what = match e.downcast_ref::<Trap>() {
+                    Some(trap) => format!("trap {trap:?}: {e:?}"),
+                    None => format!("wasmtime error: {e:?}"),
+                };
+                (self.store, self.instance) = Self::instantiate(&self.engine, &self.component);
+                Err(what)
+            }
+        }
+    }
+
+    /// Calls operation `op` (a WIT function taking the request string) and classifies the result.
+    fn invoke(&mut self, op: &str, request: &str) -> Outcome {
+        match self.call(op, &[Val::String(request.into())]) {
+            Err(trap) => Outcome::Trap(trap),
+            Ok(value) => classify(value),
+        }
+    }
+}
+
+/// The outcome of a `result<string, error>` value.
+fn classify(value: Val) -> Outcome {
+    match value {
+        Val::Result(Ok(Some(answer))) => match *answer {
+            Val::String(s) => Outcome::Answer(s),
+            other => panic!("an answer that is not a string: {other:?}"),
+        },
+        Val::Result(Err(Some(error))) => {
+            let Val::Record(fields) = *error else { panic!("an error that is not a record") };
+            let field = |name: &str| fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+            let code = match field("code") {
+                Some(Val::Enum(c)) => c,
+                other => panic!("an error code that is not an enum: {other:?}"),
+            };
+            let text = |name: &str| match field(name) {
+                Some(Val::String(s)) => s,
+                other => panic!("error field `{name}` is not a string: {other:?}"),
+            };
+            Outcome::Refused { code, message: text("message"), json: text("json") }
+        }
+        other => panic!("not a result<string, error>: {other:?}"),
+    }
+}
+
+/// The JSON spelling (`LOCK_HELD`) of a WIT enum case (`lock-held`).
+fn json_code(wit: &str) -> String {
+    wit.replace('-', "_").to_uppercase()
+}
+
+/// Asserts that `outcome` is no trap, is a valid envelope (JSON answer, or an error of a known code whose
+/// `json` carries that code and the message), and is what the native core answers to the same request.
+fn assert_like_native(op: &str, request: &str, outcome: &Outcome, codes: &[String]) {
+    let native = invoke(op, request);
+    match (outcome, native) {
+        (Outcome::Trap(t), _) => panic!("`{op}` trapped on {request:?}: {t}"),
+        (Outcome::Answer(a), Ok(n)) => {
+            serde_json::from_str::<Value>(a).unwrap_or_else(|e| panic!("`{op}` answered invalid JSON ({e}): {a}"));
+            assert_eq!(a, &n, "`{op}` answers {request:?} like the native core");
+        }
+        (Outcome::Refused { code, message, json }, Err(n)) => {
+            let code = json_code(code);
+            assert!(codes.contains(&code), "`{op}` refused with {code}, not one of error-codes");
+            let obj: Value = serde_json::from_str(json).expect("the error's json is JSON");
+            assert_eq!((obj["code"].as_str(), obj["message"].as_str()), (Some(code.as_str()), Some(message.as_str())));
+            assert_eq!(
+                (code.as_str(), message.as_str()),
+                (n.code.as_str(), n.message.as_str()),
+                "`{op}` on {request:?}"
+            );
+        }
+        (outcome, native) => panic!("`{op}` on {request:?}: component {outcome:?}, native {native:?}"),
+    }
+}
+
+/// Requests no operation accepts, and some that only some accept.
+const MALFORMED: [&str; 14] = [
+    "",
+    " ",
+    "{",
+    "}",
+    "null",
+    "[]",
+    "{}",
+    "\"x\"",
+    "{\"cell\":1}",
+    "{\"cell\":{\"env\":\"..\",\"scope\":\"/\",\"files\":{\"lock.json\":\"{\"}}}",
+    "{\"env\":\"\\u0000\",\"scope\":\"..\"}",
+    "{\"text\":\"\\ud800\",\"place\":1}",
+    "{\"nowMs\":1e400,\"ttlMs\":-1,\"epoch\":18446744073709551616}",
+    "\u{feff}{}",
+];
+
+fn error_codes(b: &mut Boundary) -> Vec<String> {
+    let Ok(Val::List(list)) = b.call("error-codes", &[]) else { panic!("error-codes answers a list") };
+    list.into_iter()
+        .map(|info| {
+            let Val::Record(fields) = info else { panic!("an error-info record") };
+            match fields.into_iter().find(|(n, _)| n == "name") {
+                Some((_, Val::String(name))) => name,
+                other => panic!("error-info name: {other:?}"),
+            }
+        })
+        .collect()
+}
+
+/// The operations taking one request string (all but `scope-for`, `error-codes` and `cell-files`).
+fn request_ops() -> Vec<&'static str> {
+    OPS.into_iter().filter(|op| !matches!(*op, "scope-for" | "error-codes" | "cell-files")).collect()
+}
+
+#[test]
+fn no_input_makes_the_component_trap() {
+    let mut b = Boundary::core();
+    let codes = error_codes(&mut b);
+    assert_eq!(codes.len(), baton_core::ErrorCode::ALL.len());
+    let ops = request_ops();
+    let corpus = inputs::corpus("invoke_any");
+    let mut calls = 0;
+    // Every operation with every malformed request and every corpus request (whatever op it was meant for).
+    for op in &ops {
+        for request in
+            MALFORMED.iter().map(|s| (*s).to_owned()).chain(corpus.iter().map(|(_, d)| fuzz_bodies::op_request(d).1))
+        {
+            let outcome = b.invoke(op, &request);
+            assert_like_native(op, &request, &outcome, &codes);
+            calls += 1;
+        }
+    }
+    // Seeded mutations of the corpus, each to the operation its first line names or its first byte picks.
+    let cases: u64 = std::env::var("BATON_BOUNDARY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1500);
+    let mut rng = rng::Rng::new(std::env::var("BATON_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0), 11);
+    for _ in 0..cases {
+        let data = inputs::mutate(&mut rng, &corpus);
+        let (op, request) = fuzz_bodies::op_request(&data);
+        if !ops.contains(&op.as_str()) {
+            continue;
+        }
+        let outcome = b.invoke(&op, &request);
+        assert_like_native(&op, &request, &outcome, &codes);
+        calls += 1;
+    }
+    // The typed and parameterless functions.
+    for branch in ["", "main", "feat/x", "\u{0}", "é", &"x".repeat(10_000)] {
+        for pr in [None, Some(0), Some(u64::MAX)] {
+            let params = [
+                Val::String(branch.into()),
+                Val::Option(pr.map(|n| Box::new(Val::U64(n)))),
+                Val::Option(Some(Box::new(Val::String(branch.into())))),
+            ];
+            let scope = b.call("scope-for", &params).unwrap_or_else(|t| panic!("scope-for trapped: {t}"));
+            assert_eq!(scope, Val::String(baton_core::scope::scope_for(branch, pr, Some(branch))));
+            calls += 1;
+        }
+    }
+    assert!(matches!(b.call("cell-files", &[]), Ok(Val::List(_))));
+    println!("boundary: {calls} calls across the component boundary, no trap");
+    assert!(calls > 3000, "{calls} calls");
+}
+
+#[test]
+fn no_input_makes_a_lease_trap() {
+    let mut b = Boundary::core();
+    let codes = error_codes(&mut b);
+    let configs = [
+        "",
+        "{",
+        "{}",
+        "{\"env\":\"preview\",\"scope\":\"pr-1\",\"holder\":\"h\",\"ttlMs\":0}",
+        "{\"env\":\"preview\",\"scope\":\"pr-1\",\"holder\":\"h\",\"ttlMs\":18446744073709551615}",
+        "{\"env\":\"preview\",\"scope\":\"pr-1\",\"holder\":\"h\",\"ttlMs\":1000,\"marginMs\":5000}",
+    ];
+    for config in configs {
+        match b.call("[static]lease.create", &[Val::String(config.into())]) {
+            Err(t) => panic!("lease.create trapped on {config:?}: {t}"),
+            Ok(Val::Result(Err(Some(e)))) => {
+                let Outcome::Refused { code, .. } = classify(Val::Result(Err(Some(e)))) else { unreachable!() };
+                assert!(codes.contains(&json_code(&code)));
+            }
+            Ok(Val::Result(Ok(Some(lease)))) => {
+                let lease = *lease;
+                for (method, params) in [
+                    ("[method]lease.acquire", vec![lease.clone(), Val::U64(0)]),
+                    (
+                        "[method]lease.handle-store-result",
+                        vec![lease.clone(), Val::U64(1), Val::String("{".into()), Val::U64(1)],
+                    ),
+                    (
+                        "[method]lease.handle-store-result",
+                        vec![lease.clone(), Val::U64(99), Val::String("{\"ok\":[]}".into()), Val::U64(2)],
+                    ),
+                    ("[method]lease.handle-timeout", vec![lease.clone(), Val::U64(u64::MAX)]),
+                    ("[method]lease.poll-action", vec![lease.clone()]),
+                    ("[method]lease.fencing-token", vec![lease.clone(), Val::U64(u64::MAX)]),
+                    ("[method]lease.release", vec![lease.clone(), Val::U64(u64::MAX)]),
+                ] {
+                    if let Err(t) = b.call(method, &params) {
+                        panic!("{method} trapped for {config:?}: {t}");
+                    }
+                }
+            }
+            Ok(other) => panic!("lease.create answered {other:?}"),
+        }
+    }
+}
+
+/// Negative control: a component that panics (traps with `unreachable`, as a panic does under
+/// `panic = "abort"`) is classified as a trap, so the tests above would fail on one.
+#[test]
+fn a_trapping_component_is_seen_as_a_trap() {
+    let wat = format!(
+        r#"(component
+            (core module $m
+                (memory (export "mem") 1)
+                (func (export "f") (param i32 i32) (result i32) unreachable)
+                (func (export "realloc") (param i32 i32 i32 i32) (result i32) i32.const 0))
+            (core instance $i (instantiate $m))
+            (func $f (param "request" string) (result string)
+                (canon lift (core func $i "f") (memory (core memory $i "mem")) (realloc (core func $i "realloc"))))
+            (instance $decisions (export "store-spec" (func $f)))
+            (export "{INTERFACE}" (instance $decisions)))"#
+    );
+    let bytes = wat::parse_str(&wat).expect("valid WAT");
+    let mut b = Boundary::new(&bytes);
+    let outcome = b.invoke("store-spec", "{}");
+    let Outcome::Trap(what) = &outcome else { panic!("a trap is seen as a trap, got {outcome:?}") };
+    assert!(what.contains("UnreachableCodeReached"), "{what}");
+    let caught = std::panic::catch_unwind(|| assert_like_native("store-spec", "{}", &outcome, &[]));
+    assert!(caught.is_err(), "the boundary check fails on a trap");
+    // After a trap the instance is replaced, and the next call traps again rather than reusing a poisoned one.
+    assert!(matches!(b.invoke("store-spec", "{}"), Outcome::Trap(_)));
+}
