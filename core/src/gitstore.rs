@@ -57,7 +57,8 @@ pub fn classify_push(exit_code: i32, stderr: &str) -> (PushOutcome, String) {
         "unable to update local ref",
     ]) {
         PushOutcome::Race
-    } else if any(&[
+    } else if (s.contains("fatal: repository '") && s.contains("' not found")) // git's words for an HTTP 404
+        || any(&[
         " 401",
         " 403",
         " 404",
@@ -70,6 +71,8 @@ pub fn classify_push(exit_code: i32, stderr: &str) -> (PushOutcome, String) {
         "repository not found",
         "unable to access",
         "unable to connect",
+        "connection refused",
+        "permission denied",
         "could not resolve host",
         "does not appear to be a git repository",
     ]) {
@@ -208,6 +211,7 @@ mod tests {
             (PushOutcome::Permission, "fatal: '/srv/r.git' does not appear to be a git repository")
         );
         assert_eq!(classify_push(128, "fatal: unable to connect to 127.0.0.1:").0, PushOutcome::Permission);
+        assert_eq!(classify_push(128, "fatal: repository 'http://h/r.git/' not found").0, PushOutcome::Permission);
     }
 
     #[test]
