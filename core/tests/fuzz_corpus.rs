@@ -2,7 +2,7 @@
 //! committed corpus `fuzz/corpus/<target>/`, then over seeded mutations of that corpus (bit flips, byte
 //! edits, inserted tokens that matter to the parsers, splices, truncations) and random bytes.
 //!
-//! `BATON_FUZZ_CASES` mutated inputs per target (default 3000), from `BATON_FUZZ_SEED` (default 0);
+//! `BATON_FUZZ_CASES` mutated inputs per target (default 2000), from `BATON_FUZZ_SEED` (default 0);
 //! `BATON_FUZZ_TARGET` runs one target. A failing input is written to `target/fuzz-failures/<target>-<case>`
 //! (add it to the corpus once fixed) and the test fails naming it. Each target prints
 //! `fuzz_corpus: <target> <corpus files> corpus + <cases> mutated = <executions> executions`.
@@ -64,7 +64,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
 
 #[test]
 fn every_target_over_its_corpus_and_mutations() {
-    let cases = env_u64("BATON_FUZZ_CASES", 3000);
+    let cases = env_u64("BATON_FUZZ_CASES", 2000);
     let seed = env_u64("BATON_FUZZ_SEED", 0);
     let only = std::env::var("BATON_FUZZ_TARGET").ok().filter(|t| !t.is_empty());
     let mut failures = Vec::new();
