@@ -13,16 +13,41 @@ const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 const faults = require('./faults.cjs');
 
-/** A BatonError for a failed file operation: STORE_PERMISSION when access is denied, INTERNAL otherwise. */
+/**
+ * A BatonError for a failed file operation, classified as the native host does: access denied or a read-only
+ * file system is STORE_PERMISSION, a full disk STORE_REJECTED, a file where a directory should be USAGE,
+ * anything else INTERNAL. Every write is a temp file renamed over its target: a failed one replaces nothing.
+ */
 function ioError(e) {
   if (e instanceof BatonError) return e;
-  const denied = ['EACCES', 'EPERM', 'EROFS'].includes(e && e.code);
-  return hostError(
-    denied ? 'STORE_PERMISSION' : 'INTERNAL',
-    `The dir store failed: ${e && e.message ? e.message : String(e)}`,
-    { errno: e && e.code, path: e && e.path },
-    e,
-  );
+  const errno = e && e.code;
+  const [code, fix] = ['EACCES', 'EPERM', 'EROFS'].includes(errno)
+    ? ['STORE_PERMISSION', ' The store must be readable and writable by this user: fix its permissions or mount, or choose another store (BATON_STORE). Nothing was changed.']
+    : ['ENOSPC', 'EDQUOT'].includes(errno)
+      ? ['STORE_REJECTED', " The store's file system is full: free space there and re-run. No file was replaced; the previous content is intact."]
+      : errno === 'ENOTDIR'
+        ? ['USAGE', ' A path inside the store is a file, not a directory: point the store (BATON_STORE) at a directory, or move the file away.']
+        : ['INTERNAL', ''];
+  return hostError(code, `The dir store failed: ${e && e.message ? e.message : String(e)}.${fix}`, { errno, path: e && e.path }, e);
+}
+
+/**
+ * Creates `dir` and its missing parents, owner only (0700). A recursive mkdir reports ENOENT where a parent
+ * cannot be created (a read-only file system, no permission): the first missing parent is then created on
+ * its own, which fails with the real reason (EROFS, EACCES) for the caller to classify.
+ */
+async function mkdirOwnerOnly(dir) {
+  try {
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    if (e.code !== 'ENOENT') throw e;
+    let missing = dir;
+    while (path.dirname(missing) !== missing && !(await fs.stat(path.dirname(missing)).then(() => true, () => false))) {
+      missing = path.dirname(missing);
+    }
+    await fs.mkdir(missing, { mode: 0o700 });
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  }
 }
 
 /** Reads the state files that exist, as UTF-8 (invalid bytes become U+FFFD, which the core reports). */
@@ -48,7 +73,8 @@ async function applyChanges(cellDir, changes) {
     if (change.op === 'write') {
       const tmp = `${target}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`;
       try {
-        const fh = await fs.open(tmp, 'w');
+        // Owner only (0600), in owner-only directories (0700): receipts name what a scope owns.
+        const fh = await fs.open(tmp, 'wx', 0o600);
         try {
           await fh.writeFile(change.content, 'utf8');
           await fh.sync();
@@ -88,7 +114,7 @@ async function transact(root, { env, scope, waitMs }, decide) {
   const cellDir = path.join(root, call('cell-path', { env, scope }).dir);
   let mutex;
   try {
-    await fs.mkdir(cellDir, { recursive: true, mode: 0o700 });
+    await mkdirOwnerOnly(cellDir);
     if (!faults.unsafeNoMutex) mutex = await takeMutex(cellDir, { env, scope, waitMs });
     const cell = { env, scope, files: await loadFiles(cellDir) };
     const answer = decide(cell, Date.now());

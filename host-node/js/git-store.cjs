@@ -355,8 +355,8 @@ class GitStore extends CellStore {
     // Another process may prune the empty folders between the two steps: try again then.
     for (let tries = 0; ; tries += 1) {
       try {
-        await fs.mkdir(folder, { recursive: true });
-        await fs.writeFile(file, content, 'utf8');
+        await fs.mkdir(folder, { recursive: true, mode: 0o700 });
+        await fs.writeFile(file, content, { encoding: 'utf8', mode: 0o600 });
         break;
       } catch (e) {
         if (e && e.code === 'ENOENT' && tries < 3) continue;

@@ -114,7 +114,7 @@ async function takeMutex(cellDir, { env, scope, waitMs = DEFAULT_WAIT_MS }) {
     `${JSON.stringify({ pid: process.pid, start: selfStart(), host: os.hostname(), token })}\n`,
   );
   const tmp = path.join(cellDir, `${MUTEX_FILE}.${process.pid}.${token}.tmp`);
-  await fs.writeFile(tmp, content);
+  await fs.writeFile(tmp, content, { flag: 'wx', mode: 0o600 });
   try {
     const deadline = performance.now() + waitMs;
     for (let spins = 0; ; ) {
