@@ -18,8 +18,9 @@
  *   back.
  * - `receipt-lost`: an entry that left a cell's receipt other than by a handover to the pull request, a
  *   write a worker was told succeeded that is in no final receipt, or a receipt that disappeared.
- * - `lock-left-behind`: a live lock at the end held by a worker that exited cleanly (it released, as far as
- *   it knew), or one that lives longer than its TTL after the last worker ended.
+ * - `lock-left-behind`: a live lock at the end held by a worker that was neither stopped nor killed and was
+ *   not told a release failed (whatever its exit code), or one that lives longer than its TTL after the last
+ *   worker ended.
  * - `two-owners`: a resource that two scopes list as owned at the end, other than a pull request listing
  *   what it inherited from its head branch (pending its handover).
  */
@@ -191,7 +192,7 @@ export function check({ cells, acks = [], workers = [], endMs = null, ttlMs = nu
       const expires = Date.parse(lock.expiresAt);
       const w = holderOf.get(lock.holder);
       if (w?.clean && expires > endMs) {
-        add('lock-left-behind', cell, `${lock.holder} (${w.id}) exited cleanly but its lock lives until ${lock.expiresAt}`);
+        add('lock-left-behind', cell, `${lock.holder} (${w.id}) ended unharmed but its lock lives until ${lock.expiresAt}`);
       }
       if (ttlMs !== null && expires > endMs + ttlMs) {
         add('lock-left-behind', cell, `${lock.holder}'s lock lives until ${lock.expiresAt}, over a TTL after the last worker ended`);

@@ -185,7 +185,9 @@ function startWorker(id, plan, env) {
         acks: events.filter((e) => e.event === 'ack').map((e) => e.key),
         releaseFailed,
       });
-      record.clean = code === 0 && !record.faulted && !releaseFailed;
+      // Not stopped or killed, and not told that a release failed: whatever its exit code, it must not leave
+      // a lock (an acquire whose reply was lost is released before the worker hears the failure).
+      record.clean = !record.faulted && !releaseFailed;
       resolve(record);
     });
   });

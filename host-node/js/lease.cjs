@@ -229,7 +229,8 @@ function leaseConfig(options) {
   if (env === undefined || scope === undefined) {
     throw usage('a lease needs `env` and `scope` (for example those detectContext() found), or the `context` itself');
   }
-  const config = { env, scope, holder: options.holder ?? `run-${randomBytes(4).toString('hex')}` };
+  // A holder we make up is this lease's alone: the core may then release by name after a lost reply.
+  const config = { env, scope, holder: options.holder ?? `run-${randomBytes(4).toString('hex')}`, uniqueHolder: options.holder === undefined };
   for (const key of ['label', ...NUMBER_OPTIONS, 'wait']) if (options[key] !== undefined) config[key] = options[key];
   return config;
 }

@@ -46,6 +46,11 @@ pub struct LeaseConfig {
     /// Time between two attempts while waiting. Default 2 s.
     #[serde(default = "default_poll")]
     pub poll_ms: u64,
+    /// Whether the host made `holder` up for this lease alone (at random), so that a lock under that name can
+    /// only be this lease's. Only then does an acquire whose reply was lost end with a release by holder name
+    /// (the grant's epoch is unknown); a name chosen by people may be shared by two leases. Default false.
+    #[serde(default)]
+    pub unique_holder: bool,
 }
 
 fn default_ttl() -> u64 {
@@ -87,6 +92,7 @@ impl LeaseConfig {
             wait: false,
             wait_timeout_ms: DEFAULT_WAIT_TIMEOUT_MS,
             poll_ms: DEFAULT_POLL_MS,
+            unique_holder: false,
         }
     }
 

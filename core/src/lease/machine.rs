@@ -100,7 +100,9 @@ pub enum LeaseEvent {
         /// The last error.
         error: Value,
     },
-    /// The lease could not be acquired (`LOCK_HELD` after the wait, `LOCK_CORRUPT`, a store failure).
+    /// The lease could not be acquired (`LOCK_HELD` after the wait, `LOCK_CORRUPT`, a store failure). After a
+    /// failure that may have landed anyway (a lost reply), the machine first releases by holder name, and the
+    /// error says `releasedOwnLock` (whether that removed a lock of ours) or `releaseWarning`.
     AcquireFailed {
         /// The error, to print with its code.
         error: Value,
@@ -133,10 +135,12 @@ enum State {
         next_poll: Option<Mono>,
     },
     Held(Held),
-    /// Releasing; `next_try` is set while waiting for a retry.
+    /// Releasing; `next_try` is set while waiting for a retry. `then` is the acquire error to end with
+    /// when this is the clean-up after an acquire whose outcome is unknown (see [`acquire_outcome_unknown`]).
     Releasing {
         lock: Value,
         next_try: Option<(Mono, usize)>,
+        then: Option<Value>,
     },
     Finished,
 }
@@ -315,7 +319,7 @@ impl LeaseMachine {
                         self.finish(LeaseEvent::Released { released: false });
                     } else {
                         let lock = h.lock.clone();
-                        self.state = State::Releasing { lock, next_try: None };
+                        self.state = State::Releasing { lock, next_try: None, then: None };
                         self.send(Kind::Release { attempt: 0 });
                     }
                     return;
@@ -405,10 +409,16 @@ impl LeaseMachine {
                         });
                     }
                     _ if self.release_pending => {
-                        // The caller already asked to stop: nothing of ours is in the store.
-                        self.finish(LeaseEvent::Released { released: false });
+                        if self.cfg.unique_holder && acquire_outcome_unknown(&error) {
+                            // The attempt may have landed: release what may be ours before ending.
+                            self.clean_up(None);
+                        } else {
+                            // The caller already asked to stop: nothing of ours is in the store.
+                            self.finish(LeaseEvent::Released { released: false });
+                        }
                     }
                     _ => {
+                        let unknown = self.cfg.unique_holder && acquire_outcome_unknown(&error);
                         let mut error = Value::Object(error);
                         if held && let Some(t) = self.timing.wait_timeout {
                             error["waitedMs"] = json!(now.saturating_sub(started));
@@ -418,11 +428,26 @@ impl LeaseMachine {
                                 t / 1000
                             ));
                         }
-                        self.finish(LeaseEvent::AcquireFailed { error });
+                        if unknown {
+                            // The attempt may have landed (a lost reply): release what may be ours, then
+                            // report the failure, rather than leave a lock nobody runs under for a TTL.
+                            self.clean_up(Some(error));
+                        } else {
+                            self.finish(LeaseEvent::AcquireFailed { error });
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// Releases by holder alone (no epoch: whatever epoch an attempt whose reply was lost may have been
+    /// granted), then ends with `then` as `acquire-failed`, or with `released` when it is `None` or `release()`
+    /// was called meanwhile. Only with [`LeaseConfig::unique_holder`]: a lock under the name is then ours.
+    fn clean_up(&mut self, then: Option<Value>) {
+        let lock = json!({ "holder": self.cfg.holder, "epoch": null });
+        self.state = State::Releasing { lock, next_try: None, then };
+        self.send(Kind::Release { attempt: 0 });
     }
 
     fn on_renewed(&mut self, result: StoreResult, sent_at: Mono, now: Mono) {
@@ -454,27 +479,54 @@ impl LeaseMachine {
     }
 
     fn on_released(&mut self, result: StoreResult, attempt: usize, now: Mono) {
-        let State::Releasing { lock, .. } = &mut self.state else { return };
+        let State::Releasing { lock, next_try, then } = &mut self.state else { return };
         match result {
             StoreResult::Ok(answer) => {
                 let released = answer.get("released").and_then(Value::as_bool).unwrap_or(false);
-                self.finish(LeaseEvent::Released { released });
+                // A release() asked for meanwhile makes this the end of a release, as it promises.
+                match then.take().filter(|_| !self.release_pending) {
+                    Some(mut error) => {
+                        error["releasedOwnLock"] = json!(released);
+                        self.finish(LeaseEvent::AcquireFailed { error });
+                    }
+                    None => self.finish(LeaseEvent::Released { released }),
+                }
             }
             StoreResult::Error(error) => match RELEASE_RETRY_MS.get(attempt) {
-                Some(delay) => {
-                    let lock = lock.clone();
-                    self.state = State::Releasing { lock, next_try: Some((now + delay, attempt + 1)) };
-                }
+                Some(delay) => *next_try = Some((now + delay, attempt + 1)),
                 None => {
-                    let until = lock.get("expiresAt").and_then(Value::as_str).unwrap_or("it expires").to_owned();
                     let why = error.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned();
-                    let warning = format!(
-                        "Could not release the lock for {} ({why}); it stays held until about {until}, and runs on this scope get LOCK_HELD until then.",
-                        self.cfg.label()
-                    );
-                    self.finish(LeaseEvent::ReleaseFailed { warning, error: Value::Object(error) });
+                    let warning = match lock.get("expiresAt").and_then(Value::as_str) {
+                        Some(until) => format!(
+                            "Could not release the lock for {} ({why}); it stays held until about {until}, and runs on this scope get LOCK_HELD until then.",
+                            self.cfg.label()
+                        ),
+                        None => format!(
+                            "Could not release the lock for {} ({why}); if an earlier attempt to acquire it landed, it stays held for up to the TTL, and runs on this scope get LOCK_HELD until then.",
+                            self.cfg.label()
+                        ),
+                    };
+                    let event = match then.take().filter(|_| !self.release_pending) {
+                        Some(mut acquire_error) => {
+                            let message = acquire_error["message"].as_str().unwrap_or_default().to_owned();
+                            acquire_error["message"] = json!(format!("{message} {warning}"));
+                            acquire_error["releaseWarning"] = json!(warning);
+                            LeaseEvent::AcquireFailed { error: acquire_error }
+                        }
+                        None => LeaseEvent::ReleaseFailed { warning, error: Value::Object(error) },
+                    };
+                    self.finish(event);
                 }
             },
         }
     }
+}
+
+/// Whether a failed acquire may still have landed in the store: anything but a refusal the core decided
+/// before writing (`LOCK_HELD`, `LOCK_CORRUPT`, `USAGE`) or a store that committed nothing (`STORE_CONTENDED`:
+/// the cell mutex was never taken, or every push was refused). A lost reply looks like any other failure.
+fn acquire_outcome_unknown(error: &Map<String, Value>) -> bool {
+    let refusals = [ErrorCode::LockHeld, ErrorCode::LockCorrupt, ErrorCode::Usage, ErrorCode::StoreContended];
+    let code = error.get("code").and_then(Value::as_str);
+    !refusals.iter().any(|c| Some(c.as_str()) == code)
 }

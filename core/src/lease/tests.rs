@@ -9,6 +9,7 @@ const TTL: u64 = 900;
 fn machine(f: impl FnOnce(&mut LeaseConfig)) -> LeaseMachine {
     let mut cfg = LeaseConfig::new("preview", "pr-1", "run-a");
     cfg.ttl_ms = TTL;
+    cfg.unique_holder = true;
     f(&mut cfg);
     LeaseMachine::new(cfg).unwrap()
 }
@@ -229,4 +230,116 @@ fn misuse_is_internal() {
     assert_eq!(m.handle_store_result(7, ok(1), 1).unwrap_err().code, ErrorCode::Internal);
     assert_eq!(m.acquire(1).unwrap_err().code, ErrorCode::Internal);
     let _: Value = json!(null);
+}
+
+/// The request of the one store action in `actions`.
+fn store_request(actions: &[Action]) -> (u64, &'static str, Value) {
+    let found: Vec<_> = actions
+        .iter()
+        .filter_map(
+            |a| if let Action::Store { id, op, request } = a { Some((*id, *op, request.clone())) } else { None },
+        )
+        .collect();
+    assert_eq!(found.len(), 1, "one store request: {actions:?}");
+    found[0].clone()
+}
+
+#[test]
+fn an_acquire_whose_reply_was_lost_is_cleaned_up_before_failing() {
+    // The store committed the grant but the reply was lost: the lock may be ours. The machine releases by
+    // holder name (no epoch) before it reports the failure, instead of leaving the lock for a TTL.
+    let mut m = machine(|_| {});
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
+    let actions = drain(&mut m);
+    assert!(events(&actions).is_empty(), "no failure before the clean-up: {actions:?}");
+    let (id, op, request) = store_request(&actions);
+    assert_eq!((id, op), (2, "lock-release"));
+    assert_eq!(request, json!({"holder": "run-a", "epoch": null}));
+    assert_eq!(m.fencing_token(6), None, "never held");
+    m.handle_store_result(2, StoreResult::Ok(json!({"released": true, "current": null})), 8).unwrap();
+    match events(&drain(&mut m)).as_slice() {
+        [LeaseEvent::AcquireFailed { error }] => {
+            assert_eq!(error["code"], "INTERNAL");
+            assert_eq!(error["releasedOwnLock"], true);
+        }
+        other => panic!("expected acquire-failed, got {other:?}"),
+    }
+    assert!(m.is_finished());
+}
+
+#[test]
+fn a_refused_acquire_fails_at_once_without_a_clean_up() {
+    for code in ["LOCK_HELD", "LOCK_CORRUPT", "USAGE", "STORE_CONTENDED"] {
+        let mut m = machine(|_| {});
+        m.acquire(0).unwrap();
+        drain(&mut m);
+        m.handle_store_result(1, err(code), 5).unwrap();
+        let actions = drain(&mut m);
+        assert!(store_ids(&actions).is_empty(), "{code}: nothing to clean up");
+        assert!(matches!(events(&actions).as_slice(), [LeaseEvent::AcquireFailed { .. }]), "{code}");
+        assert!(m.is_finished());
+    }
+}
+
+#[test]
+fn a_clean_up_that_keeps_failing_ends_with_the_acquire_error_and_a_warning() {
+    let mut m = machine(|_| {});
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
+    let mut id = store_request(&drain(&mut m)).0;
+    let mut now = 5;
+    loop {
+        m.handle_store_result(id, err("STORE_PERMISSION"), now).unwrap();
+        let actions = drain(&mut m);
+        if let [LeaseEvent::AcquireFailed { error }] = events(&actions).as_slice() {
+            assert_eq!(error["code"], "INTERNAL", "the acquire's error, not the clean-up's");
+            assert!(error["releaseWarning"].as_str().unwrap().contains("Could not release the lock"));
+            break;
+        }
+        now = m.poll_timeout().expect("retries the clean-up");
+        m.handle_timeout(now);
+        id = store_request(&drain(&mut m)).0;
+    }
+    assert_eq!(now, 5 + 200 + 400 + 800, "the release retry schedule");
+    assert!(m.is_finished());
+}
+
+#[test]
+fn release_during_an_acquire_whose_reply_was_lost_cleans_up_and_ends_released() {
+    let mut m = machine(|c| c.wait = true);
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    m.release(2);
+    m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
+    let (id, op, _) = store_request(&drain(&mut m));
+    assert_eq!(op, "lock-release");
+    m.handle_store_result(id, StoreResult::Ok(json!({"released": false, "current": null})), 8).unwrap();
+    assert!(matches!(events(&drain(&mut m)).as_slice(), [LeaseEvent::Released { released: false }]));
+}
+
+#[test]
+fn a_holder_named_by_people_is_never_released_by_name() {
+    // Two leases may share a name people chose: releasing by name could end the other one's lock.
+    let mut m = machine(|c| c.unique_holder = false);
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
+    let actions = drain(&mut m);
+    assert!(store_ids(&actions).is_empty(), "no release by name: {actions:?}");
+    assert!(matches!(events(&actions).as_slice(), [LeaseEvent::AcquireFailed { .. }]));
+}
+
+#[test]
+fn release_called_during_the_clean_up_ends_with_released() {
+    let mut m = machine(|_| {});
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
+    let (id, _, _) = store_request(&drain(&mut m));
+    m.release(6);
+    m.handle_store_result(id, StoreResult::Ok(json!({"released": true, "current": null})), 8).unwrap();
+    assert!(matches!(events(&drain(&mut m)).as_slice(), [LeaseEvent::Released { released: true }]));
 }

@@ -745,6 +745,7 @@ pub(crate) fn run(plan: &SuccessionPlan) -> Result<Counters, Failure> {
     for (i, rp) in plan.runs.iter().enumerate() {
         let name = format!("{}-{i}", if rp.destroy { "destroy" } else { "run" });
         let mut cfg = LeaseConfig::new(ENV, SCOPES[rp.scope], &name);
+        cfg.unique_holder = true;
         cfg.ttl_ms = plan.ttl;
         cfg.wait = rp.wait;
         cfg.poll_ms = rp.poll;

@@ -355,6 +355,8 @@ pub(crate) fn run(plan: &Plan) -> Result<Counters, Failure> {
         .map(|hp| {
             let name = hp.name.clone();
             let mut cfg = LeaseConfig::new("preview", "pr-1", &name);
+            // Plans reuse names on purpose; a lease may release by name only when its name is its own.
+            cfg.unique_holder = plan.holders.iter().filter(|other| other.name == name).count() == 1;
             cfg.ttl_ms = plan.ttl;
             cfg.margin_ms = plan.margin_ms;
             cfg.renew_every_ms = plan.renew_every_ms;

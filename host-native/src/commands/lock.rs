@@ -68,9 +68,10 @@ pub async fn acquire(mut core: CoreComponent, args: &AcquireArgs) -> (CoreCompon
     if let Err(e) = core.invoke("approval", &json!({ "env": t.env, "approvedBy": args.approved_by })) {
         return (core, Err(e));
     }
-    let holder =
-        args.holder.clone().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| format!("run-{}", random_hex(4)));
-    let config = args.lease.config(&t.env, &t.scope, &holder);
+    let named = args.holder.clone().filter(|h| !h.trim().is_empty());
+    let holder = named.clone().unwrap_or_else(|| format!("run-{}", random_hex(4)));
+    let mut config = args.lease.config(&t.env, &t.scope, &holder);
+    config["uniqueHolder"] = named.is_none().into();
     let mut driver = match Driver::start(core, t.store.clone(), &config) {
         Ok(d) => d,
         Err((core, e)) => return (core, Err(e)),

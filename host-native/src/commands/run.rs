@@ -58,7 +58,8 @@ async fn scoped(mut core: CoreComponent, args: &RunArgs, mode: Mode) -> (CoreCom
     };
     let prefix = if mode == Mode::Destroy { "destroy" } else { "run" };
     let holder = format!("{prefix}-{}", random_hex(4));
-    let config = args.lease.config(&t.env, &t.scope, &holder);
+    let mut config = args.lease.config(&t.env, &t.scope, &holder);
+    config["uniqueHolder"] = true.into();
     let job = Job {
         mode,
         cmd: args.cmd.clone(),
@@ -91,6 +92,7 @@ pub async fn lock_object(mut core: CoreComponent, args: &ObjectArgs) -> (CoreCom
     let holder = format!("run-{}", random_hex(4));
     let mut config = args.lease.config(&t.env, &t.scope, &holder);
     config["label"] = cell["label"].clone();
+    config["uniqueHolder"] = true.into();
     let job =
         Job { mode: Mode::Object, cmd: args.cmd.clone(), json: args.json, approved_by: None, label: field("label") };
     start(core, t, holder, config, job).await
