@@ -396,6 +396,8 @@ export interface LeaseTiming {
 export interface LeaseOptions extends CellRef, LeaseTiming {
   /** A plain lease records nothing in receipts (the default without `context`). */
   ownership?: false;
+  /** Who approved a lease on production (any letter case): required, non-blank, there (ENV_NOT_APPROVED before any lock); USAGE elsewhere. */
+  approvedBy?: string;
 }
 
 /** The context of a run as receipts record it; a detected `Context` is one. */

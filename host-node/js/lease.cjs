@@ -238,12 +238,15 @@ function leaseConfig(options) {
 /**
  * The run a lease carries when ownership is on (`context`, or `ownership: true`): its context, the approver
  * to record, whether it is a destroy. The approval is checked here, before anything is locked
- * (ENV_NOT_APPROVED). Null for a plain lease.
+ * (ENV_NOT_APPROVED), for plain leases too (production needs `approvedBy`, not recorded). Null for a plain
+ * lease.
  */
 function runSettings(store, options, config, destroy) {
   const ownership = options.ownership ?? options.context !== undefined;
   if (!ownership) {
-    if (options.approvedBy !== undefined) {
+    // No production lock without a named approver, plain leases included (as `baton lock acquire`).
+    const { required } = call('approval', { env: config.env, approvedBy: options.approvedBy ?? null });
+    if (options.approvedBy !== undefined && !required) {
       throw hostError('USAGE', 'the lease option `approvedBy` is recorded in the run\'s receipt: pass `context` (or `ownership: true`) too');
     }
     return null;

@@ -217,7 +217,14 @@ test('production in any letter case is never locked or written without a named a
       assert.equal(ran, false);
     }
   }
+  // A plain lease (no receipts) is a production lock too.
+  for (const approvedBy of [undefined, ' ']) {
+    const e = await rejection(withLease(store, { ...quiet, env: 'Production', scope: 'main', approvedBy }, async () => assert.fail('ran')));
+    assert.equal(e.code, 'ENV_NOT_APPROVED');
+  }
   assert.equal(existsSync(path.join(root, 'store')), false, 'nothing was locked or written');
+  await withLease(store, { ...quiet, env: 'production', scope: 'plain', approvedBy: 'bob' }, async () => {});
+  assert.equal((await rejection(withLease(store, { ...quiet, env: 'preview', scope: 'p', approvedBy: 'bob' }, async () => {}))).code, 'USAGE');
   await withLease(store, { ...quiet, context: { ...ctx('main', 'main'), env: 'production' }, approvedBy: ' alice ' }, async () => {});
   assert.ok(existsSync(path.join(root, 'store/production/main/latest.json')));
 });

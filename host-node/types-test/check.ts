@@ -243,8 +243,8 @@ async function ownership(store: Store): Promise<void> {
   await acquireLease(bare, { context });
   // @ts-expect-error destroy needs the context
   await destroy(store, { env: 'preview', scope: 'pr-1' }, async () => {});
-  // @ts-expect-error approvedBy is recorded in a run's receipt: not for a plain lease
-  await acquireLease(store, { env: 'preview', scope: 'pr-1', approvedBy: 'alice' });
+  // A plain lease on production names its approver too (not recorded; USAGE elsewhere).
+  await acquireLease(store, { env: 'production', scope: 'main', approvedBy: 'alice' });
   // @ts-expect-error the finish status is complete or failed
   await lease.finish('done');
   // @ts-expect-error record needs the provider id
