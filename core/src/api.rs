@@ -96,7 +96,10 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             run(op, input, |r: FencedWriteRequest| lock::fenced_write(&r.cell, &r.holder, r.epoch, &r.file, &r.content))
         }
         "succession" => run(op, input, |r: SuccessionRequest| {
-            Ok(json!({ "predecessor": ownership::predecessor_of(&r.scope, r.branch.as_deref(), r.pr) }))
+            Ok(json!({
+                "predecessor": ownership::predecessor_of(&r.scope, r.branch.as_deref(), r.pr),
+                "handoverTtlMs": ownership::handover_ttl_ms(r.ttl_ms),
+            }))
         }),
         "parent-cell" => run(op, input, |r: ParentCellRequest| {
             let (env, scope) = ownership::parent_cell(&r.identity, &r.secrets)?;
@@ -462,7 +465,8 @@ struct RedactRequest {
     text: String,
 }
 
-/// `succession`: `{scope, branch?, pr?}` -> `{predecessor}` (`branch-<head>` for a PR scope, else null).
+/// `succession`: `{scope, branch?, pr?, ttlMs?}` -> `{predecessor, handoverTtlMs}` (`branch-<head>` for a PR
+/// scope, else null; the TTL of the handover's lock on it, bounded by the run's own).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SuccessionRequest {
@@ -471,6 +475,9 @@ struct SuccessionRequest {
     branch: Option<String>,
     #[serde(default)]
     pr: Option<u64>,
+    /// The run's lease TTL, which bounds the handover's lock (`handoverTtlMs`).
+    #[serde(default)]
+    ttl_ms: Option<u64>,
 }
 
 /// `parent-cell`: `{identity, secrets?}` -> `{env: "_locks", scope: <32 hex>, label}`.

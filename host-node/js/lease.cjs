@@ -296,6 +296,9 @@ class Lease {
   /** The run (ownership), or null: see `runSettings`. */
   #run = null;
 
+  /** The TTL given in the options (null: the core's default). */
+  #ttlMs = null;
+
   /**
    * @param {object} store @param {ReturnType<typeof leaseConfig>} config @param {object} callbacks
    * @param {ReturnType<typeof runSettings>} [run]
@@ -309,6 +312,7 @@ class Lease {
     }
     this.#store = store;
     this.#cell = { env: config.env, scope: config.scope };
+    this.#ttlMs = config.ttlMs ?? null;
     this.#callbacks = callbacks;
     this.#loop = new HostLoop(
       machine,
@@ -421,7 +425,8 @@ class Lease {
   async #beginRun() {
     const run = this.#run;
     // A destroy inherits nothing and hands nothing over.
-    const predecessor = run.destroy ? null : predecessorOf(run.context);
+    const { predecessor, handoverTtlMs } = run.destroy ? { predecessor: null, handoverTtlMs: 0 } : predecessorOf(run.context, this.#ttlMs);
+    run.handoverTtlMs = handoverTtlMs;
     let listed = null;
     if (predecessor !== null) {
       const found = (await this.#store.list(run.context.env)).find((o) => o.scope === predecessor);
@@ -580,7 +585,8 @@ class Lease {
 
   /**
    * The handover: the predecessor's receipt rewritten without what this run owns, with `supersededBy`,
-   * under the predecessor's lock (holder `handover-<runId>`, 60 s, no wait, released at once). Never
+   * under the predecessor's lock (holder `handover-<runId>`, for the core's `handoverTtlMs`: 60 s or the
+   * run's TTL when shorter; no wait, released at once). Never
    * throws: this run's receipt has landed, so a failure is a warning and the next run tries again.
    */
   async #handover(predecessor, receipt) {
@@ -588,7 +594,7 @@ class Lease {
     const holder = `handover-${this.holder}`;
     let epoch;
     try {
-      epoch = (await this.#store.transact(cell, 'lock-acquire', { holder, ttlMs: 60_000 })).lock.epoch;
+      epoch = (await this.#store.transact(cell, 'lock-acquire', { holder, ttlMs: this.#run.handoverTtlMs })).lock.epoch;
     } catch (e) {
       const error = asBatonError(e, 'the store failed');
       if (error.code === 'LOCK_HELD') {

@@ -28,9 +28,12 @@ function runContext(context) {
   return { env, scope, branch, sha, pr };
 }
 
-/** The scope a run of `context` inherits from (core `succession`), or null. */
-function predecessorOf(context) {
-  return call('succession', { scope: context.scope, branch: context.branch, pr: context.pr }).predecessor;
+/**
+ * The scope a run of `context` inherits from (core `succession`), or null, and how long a handover may hold
+ * its lock for a run whose lease has `ttlMs` (null: the default): `{predecessor, handoverTtlMs}`.
+ */
+function predecessorOf(context, ttlMs = null) {
+  return call('succession', { scope: context.scope, branch: context.branch, pr: context.pr, ttlMs });
 }
 
 const RESOURCE_FIELDS = ['adapter', 'key', 'provider', 'op', 'label', 'parent'];
@@ -79,7 +82,7 @@ async function scopeStatus(store, context) {
     throw usage('scopeStatus needs a store that can list scopes (from openStore()) as its first argument');
   }
   const ctx = runContext(context);
-  const predecessor = predecessorOf(ctx);
+  const { predecessor } = predecessorOf(ctx);
   const others = await store.list(ctx.env);
   const cell = { env: ctx.env, scope: ctx.scope };
   const request = { others, predecessor };

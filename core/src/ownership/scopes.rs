@@ -24,6 +24,17 @@ impl OtherScope {
     }
 }
 
+/// The longest a handover holds the predecessor's lock: it takes two transactions, so a run that dies
+/// in between blocks the branch for at most this long (or the run's own TTL, when that is shorter).
+pub const HANDOVER_TTL_MS: u64 = 60_000;
+
+/// The TTL of the handover's lock on the predecessor, for a run whose lease has `run_ttl_ms` (the lease
+/// default when not given): never longer than the run's own lease, so a crash mid-handover is recovered
+/// as fast as a crashed run.
+pub fn handover_ttl_ms(run_ttl_ms: Option<u64>) -> u64 {
+    HANDOVER_TTL_MS.min(run_ttl_ms.unwrap_or(crate::lease::DEFAULT_TTL_MS))
+}
+
 /// The scope a pull request scope inherits from: `branch-<head branch>`, only for `pr-` scopes on a branch
 /// whose own scope is a `branch-` scope (a PR from `main` inherits nothing).
 pub fn predecessor_of(scope: &str, branch: Option<&str>, pr: Option<u64>) -> Option<String> {

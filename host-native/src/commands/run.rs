@@ -111,10 +111,12 @@ async fn start(core: CoreComponent, t: Target, holder: String, config: Value, jo
         Ok(d) => d,
         Err((core, e)) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
+    let ttl_ms = config.get("ttlMs").and_then(Value::as_u64);
     let mut run = Run {
         driver,
         t,
         holder,
+        ttl_ms,
         job,
         warnings: Vec::new(),
         lost: None,
@@ -130,6 +132,8 @@ struct Run {
     driver: Driver,
     t: Target,
     holder: String,
+    /// The lease's TTL when given (else the core's default).
+    ttl_ms: Option<u64>,
     job: Job,
     warnings: Vec<String>,
     /// The LOCK_LOST error, once the lease was lost or the holder's deadline passed.
@@ -145,6 +149,8 @@ struct Run {
 #[derive(Default)]
 struct Begun {
     predecessor: Option<String>,
+    /// How long the handover may hold the predecessor's lock.
+    handover_ttl_ms: u64,
     delete: Value,
 }
 
@@ -250,8 +256,11 @@ impl Run {
             return Ok(Begun::default());
         }
         let ctx = self.t.context.clone();
-        let succession = json!({ "scope": ctx["scope"], "branch": ctx["branch"], "pr": ctx["pr"] });
-        let pred = self.driver.core().invoke("succession", &succession)?["predecessor"].as_str().map(str::to_owned);
+        let succession =
+            json!({ "scope": ctx["scope"], "branch": ctx["branch"], "pr": ctx["pr"], "ttlMs": self.ttl_ms });
+        let succession = self.driver.core().invoke("succession", &succession)?;
+        let pred = succession["predecessor"].as_str().map(str::to_owned);
+        let handover_ttl_ms = succession["handoverTtlMs"].as_u64().unwrap_or_default();
         // Only a predecessor with a receipt takes part: no lock or directory is made for a branch that never ran.
         let pred_text = match &pred {
             Some(p) if self.job.mode == Mode::Run => {
@@ -284,7 +293,7 @@ impl Run {
             let n = delete.as_array().map_or(0, Vec::len);
             note(format!("{n} resource(s) to delete; {} adopted one(s) forgotten", plan["adoptedForgotten"]));
         }
-        Ok(Begun { predecessor: pred, delete })
+        Ok(Begun { predecessor: pred, handover_ttl_ms, delete })
     }
 
     /// Writes the final receipt (fenced; refused if the lease was taken over) and, after a successful run,
@@ -317,18 +326,18 @@ impl Run {
             && succeeded
             && let Some(pred) = &begun.predecessor
         {
-            self.hand_over(pred, &finished).await;
+            self.hand_over(pred, begun.handover_ttl_ms, &finished).await;
         }
         Some(finished)
     }
 
-    /// Takes the predecessor's lock (60 s, no wait), rewrites its receipt without what this scope now owns,
-    /// and releases it. Failures are warnings: this run's own receipt already landed.
-    async fn hand_over(&mut self, pred: &str, finished: &Value) {
+    /// Takes the predecessor's lock (for `ttl_ms`, the core's bound; no wait), rewrites its receipt without
+    /// what this scope now owns, and releases it. Failures are warnings: this run's own receipt already landed.
+    async fn hand_over(&mut self, pred: &str, ttl_ms: u64, finished: &Value) {
         let env = self.t.env.clone();
         let holder = format!("handover-{}", self.holder);
         let cell = Some((env.as_str(), pred));
-        let lock = self.driver.call(cell, "lock-acquire", json!({ "holder": holder, "ttlMs": 60_000 })).await;
+        let lock = self.driver.call(cell, "lock-acquire", json!({ "holder": holder, "ttlMs": ttl_ms })).await;
         let lock = match lock {
             Ok(l) => l,
             Err(e) if e.code == "LOCK_HELD" => {
