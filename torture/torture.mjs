@@ -11,7 +11,7 @@
  * pick today (proper-lockfile), and both are reported side by side.
  *
  *   node torture/torture.mjs [--profile short|long] [--seed N] [--stores dir,git] [--no-baseline]
- *                            [--sabotage] [--seconds S] [--workers N] [--json FILE]
+ *                            [--sabotage] [--seconds S] [--workers N] [--json FILE] [--keep]
  *
  * `--sabotage` adds the negative control: the dir store workload once more with the cell mutex switched
  * off (BATON_TEST_UNSAFE_NO_MUTEX), which the checker must catch.
@@ -46,12 +46,12 @@ const CONTEXTS = [
 const SUCCESSORS = { 'branch-t1': 'pr-1' };
 
 function usage(message) {
-  process.stderr.write(`torture: ${message}\nUsage: node torture/torture.mjs [--profile short|long] [--seed N] [--stores dir,git] [--no-baseline] [--sabotage] [--seconds S] [--workers N] [--json FILE]\n`);
+  process.stderr.write(`torture: ${message}\nUsage: node torture/torture.mjs [--profile short|long] [--seed N] [--stores dir,git] [--no-baseline] [--sabotage] [--seconds S] [--workers N] [--json FILE] [--keep]\n`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opts = { profile: 'short', seed: null, stores: ['dir', 'git'], baseline: true, sabotage: false, seconds: null, workers: null, json: null };
+  const opts = { profile: 'short', seed: null, stores: ['dir', 'git'], baseline: true, sabotage: false, keep: false, seconds: null, workers: null, json: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => argv[++i] ?? usage(`${a} needs a value`);
@@ -60,6 +60,7 @@ function parseArgs(argv) {
     else if (a === '--stores') opts.stores = value().split(',').filter(Boolean);
     else if (a === '--no-baseline') opts.baseline = false;
     else if (a === '--sabotage') opts.sabotage = true;
+    else if (a === '--keep') opts.keep = true;
     else if (a === '--seconds') opts.seconds = Number(value());
     else if (a === '--workers') opts.workers = Number(value());
     else if (a === '--json') opts.json = value();
@@ -178,7 +179,9 @@ function startWorker(id, plan, env) {
       writeFileSync(stderr, text);
       const events = readLog(log);
       const releaseFailed = /Could not release/.test(text) || events.some((e) => e.event === 'warning' && /Could not release/.test(e.warning));
+      const failed = events.find((e) => e.event === 'error');
       Object.assign(record, {
+        why: failed ? `${failed.code}: ${failed.message}` : (text.split('\n').find((l) => /^baton: [A-Z_]+:/.test(l)) ?? text.split('\n').filter(Boolean).at(-1) ?? ''),
         exit: code,
         signal: sig,
         holders: [...new Set(events.filter((e) => e.event === 'lease').map((e) => e.holder))],
@@ -210,7 +213,7 @@ function makeRemote(dir) {
  * Runs the workload against one store and checks its history.
  * @returns {Promise<object>} the store's report
  */
-async function runStore(store, { seconds, workers, seed, bin }) {
+async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
   const label = typeof store === 'string' ? store : store.sabotage ? 'dir-sabotaged' : 'proper-lockfile';
   const dir = mkdtempSync(path.join(tmpdir(), `baton-torture-${label}-`));
   for (const d of ['logs', 'tmp']) mkdirSync(path.join(dir, d));
@@ -309,10 +312,14 @@ async function runStore(store, { seconds, workers, seed, bin }) {
     violations: countByKind(violations),
     total: violations.length,
     examples: violations.slice(0, 8),
+    // Why workers that were not killed failed: the first `baton:` error line (CLI) or the error event (Node).
+    failures: records
+      .filter((w) => w.exit !== 0 && w.signal === null)
+      .map((w) => ({ worker: w.id, kind: w.kind, exit: w.exit, fault: w.fault, why: w.why })),
     dir,
   };
   // Kept only when baton itself failed, to look into.
-  if (violations.length === 0 || mode !== 'baton' || env.unsafe) rmSync(dir, { recursive: true, force: true });
+  if (!keep && (violations.length === 0 || mode !== 'baton' || env.unsafe)) rmSync(dir, { recursive: true, force: true });
   return report;
 }
 
@@ -326,6 +333,7 @@ function printTable(reports) {
     ['SIGKILL (leader only)', ...reports.map((r) => String(r.faults.killLeader))],
     ['lost replies', ...reports.map((r) => String(r.faults.lostReply))],
     ['slow store (dir: workers, git: pushes)', ...reports.map((r) => String(r.faults.slowStore))],
+    ['workers ended (exit code or signal: count)', ...reports.map((r) => Object.entries(r.exits).sort().map(([k, n]) => `${k.replace('SIG', '')}:${n}`).join(' '))],
     ['writes acknowledged', ...reports.map((r) => String(r.acked))],
     ['states checked', ...reports.map((r) => String(r.states))],
     ['lock grants seen', ...reports.map((r) => String(r.grants))],
@@ -347,7 +355,9 @@ async function main() {
   if (!existsSync(path.join(root, 'host-node', 'pkg'))) usage('the Node package has no wasm: run `bash scripts/build-wasm.sh`');
   note(`profile ${opts.profile}, seed ${seed} (rerun the same plan with --seed ${seed})`);
   const reports = [];
-  for (const [i, store] of opts.stores.entries()) reports.push(await runStore(store, { seconds, workers, seed: seed + i, bin }));
+  for (const [i, store] of opts.stores.entries()) {
+    reports.push(await runStore(store, { seconds, workers, seed: seed + i, bin, keep: opts.keep }));
+  }
   if (opts.baseline) {
     if (!existsSync(path.join(here, 'node_modules', 'proper-lockfile'))) usage('the baseline needs `npm ci` in torture/');
     const baselineSeconds = opts.seconds ?? profile.baselineSeconds;

@@ -106,9 +106,9 @@ impl ErrorCode {
     pub const fn hint(self) -> Option<&'static str> {
         match self {
             Self::LockHeld => Some("Wait for it, or pass --wait."),
-            Self::LockLost => {
-                Some("Another run took over; its receipt is authoritative. Re-run to continue from there.")
-            }
+            Self::LockLost => Some(
+                "Nothing more was written under this lease; the receipt in the store is authoritative. Re-run to continue from there.",
+            ),
             Self::LockCorrupt => {
                 Some("Inspect the lock file; if no run is active, `baton lock break --reason ...` replaces it.")
             }
