@@ -1,5 +1,7 @@
 // Helpers shared by the package tests (outside test/, so the runner does not count it as a test file).
 import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { once } from 'node:events';
 import { BatonError } from 'baton-lease';
 
 /** The BatonError the promise rejects with (fails the test when it resolves or rejects otherwise). */
@@ -28,3 +30,14 @@ export const url = { adapter: 'vercel', key: 'API_URL', provider: { team: 't1', 
 
 /** What a ledger entry says, for comparisons. */
 export const brief = (e) => ({ adapter: e.adapter, key: e.key, id: e.id, createdBy: e.createdBy });
+
+/** A TCP port on 127.0.0.1 that nothing listens on: bound once to get a free port, then closed. */
+export async function closedPort() {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address();
+  server.close();
+  await once(server, 'close');
+  return port;
+}

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{BATON, GitTemp, TempDir, command, envelope, git, git_out};
+use common::{BATON, GitTemp, TempDir, command, envelope, git, git_out, ledger_record, pass_env, with_json};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -75,22 +75,7 @@ fn receipt(version: &str) -> String {
 }
 
 /// A fenced ledger write of holder `h` at epoch 3 on `preview/pr-1`.
-const RECORD: [&str; 14] = [
-    "ledger",
-    "record",
-    "--scope",
-    "pr-1",
-    "--adapter",
-    "a",
-    "--key",
-    "k2",
-    "--id",
-    "2",
-    "--holder",
-    "h",
-    "--epoch",
-    "3",
-];
+const RECORD: [&str; 14] = ledger_record("k2", "2", "3");
 
 /// `baton run` on `preview/pr-1` whose command would leave a marker.
 fn run_args(t: &TempDir) -> Vec<String> {
@@ -251,10 +236,7 @@ fn invalid_scope_and_environment_names_are_usage_and_touch_nothing() {
         (&["status"], &[("BATON_CTX_ENV", "pré"), ("BATON_SCOPE", "pr-1")]),
     ];
     for (args, vars) in cases {
-        let mut all = args.to_vec();
-        let at = all.iter().position(|a| *a == "--").unwrap_or(all.len());
-        all.insert(at, "--json");
-        let mut cmd = t.baton(&all);
+        let mut cmd = t.baton(&with_json(args));
         for (k, v) in vars {
             cmd.env(k, v);
         }
@@ -295,12 +277,7 @@ fn a_store_path_that_is_a_file_is_usage_and_the_file_is_kept() {
 /// `$S` the store directory of `t`. The script must print `mounted` once its mount is made.
 fn in_namespace(t: &TempDir, script: &str, vars: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new("unshare");
-    cmd.current_dir(&t.0).env_clear().args(["-m", "sh", "-c", script]);
-    for key in ["PATH", "HOME", "BATON_CACHE_DIR", "XDG_CACHE_HOME"] {
-        if let Some(v) = std::env::var_os(key) {
-            cmd.env(key, v);
-        }
-    }
+    pass_env(cmd.current_dir(&t.0).env_clear().args(["-m", "sh", "-c", script]));
     cmd.env("B", BATON).env("S", t.0.join("store")).env("BATON_STORE", t.store()).envs(vars.iter().copied());
     let out = cmd.output().expect("unshare runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -325,7 +302,7 @@ fn a_read_only_store_is_store_permission_and_works_once_writable() {
     let (code, _) = t.json(&["lock", "acquire", "--scope", "pr-1", "--holder", "h", "--ttl", "1h"]);
     assert_eq!(code, 0);
     let epoch: String = t.json(&["lock", "status", "--scope", "pr-1"]).1["lock"]["epoch"].to_string();
-    let record: Vec<&str> = RECORD.iter().map(|a| if *a == "3" { epoch.as_str() } else { a }).collect();
+    let record = ledger_record("k2", "2", &epoch);
     assert_eq!(t.json(&record).0, 0);
     let before = snapshot(&t.0.join("store"));
     let record_line = record.join(" ");
@@ -486,22 +463,7 @@ fn corrupt_truncated_and_newer_receipts_on_git_are_refused_and_the_ref_is_untouc
         assert_eq!(c, 0, "{env}");
         let epoch = env["lock"]["epoch"].to_string();
         let tip_before = put_on_ref(&g, &[("preview/pr-1/latest.json", &bytes)]);
-        let record = [
-            "ledger",
-            "record",
-            "--scope",
-            "pr-1",
-            "--adapter",
-            "a",
-            "--key",
-            "k2",
-            "--id",
-            "2",
-            "--holder",
-            "h",
-            "--epoch",
-            &epoch,
-        ];
+        let record = ledger_record("k2", "2", &epoch);
         git_refused(&g, &record, code, 1);
         git_refused(&g, &["receipt", "show", "--scope", "pr-1"], code, 1);
         assert_eq!(tip(&g), tip_before, "{code}: the ref was not moved");

@@ -4,18 +4,10 @@
 
 mod common;
 
-use common::{BATON, GitTemp, command, envelope, git, sh};
+use common::{BATON, GitTemp, command, envelope, git, ledger_record, sh, wait_for, with_json};
 use serde_json::{Value, json};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
-
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use std::time::Duration;
 
 fn kill(pid: u32, sig: i32) {
     #[allow(unsafe_code)]
@@ -25,7 +17,6 @@ fn kill(pid: u32, sig: i32) {
     }
 }
 
-/// `sh -c` script text running `baton` commands (the binary path quoted once).
 #[test]
 fn lock_acquire_held_status_release_and_takeover_on_git() {
     let g = GitTemp::new("lock");
@@ -241,32 +232,11 @@ fn a_ref_deleted_mid_run_fails_the_run_safely_and_the_next_run_works() {
 #[test]
 fn a_rejecting_hook_gives_store_rejected_and_keeps_the_receipt() {
     let g = GitTemp::new("hook");
-    let hook = g.remote().join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\nwhile read old new ref; do\n  if git log -1 --format=%s \"$new\" | grep -q '^receipt'; then echo 'receipts are frozen today' >&2; exit 1; fi\ndone\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let hook = g.refuse_subjects("^receipt", "receipts are frozen today");
     let (code, lock) = g.json(&["lock", "acquire", "--scope", "pr-1", "--holder", "h", "--ttl", "1m"]);
     assert_eq!(code, 0, "{lock}");
     let epoch = lock["lock"]["epoch"].to_string();
-    let record = [
-        "ledger",
-        "record",
-        "--scope",
-        "pr-1",
-        "--adapter",
-        "a",
-        "--key",
-        "k",
-        "--id",
-        "1",
-        "--holder",
-        "h",
-        "--epoch",
-        &epoch,
-    ];
+    let record = ledger_record("k", "1", &epoch);
     let (code, env) = g.json(&record);
     assert_eq!((code, env["error"]["code"].as_str()), (1, Some("STORE_REJECTED")), "{env}");
     let err = &env["error"];
@@ -297,11 +267,7 @@ fn credentials_in_the_remote_url_never_show() {
         vec!["receipt", "list", "--scope", "any"],
     ] {
         for json in [true, false] {
-            let mut all = args.clone();
-            let at = all.iter().position(|a| *a == "--").unwrap_or(all.len());
-            if json {
-                all.insert(at, "--json");
-            }
+            let all = if json { with_json(&args) } else { args.clone() };
             let out = command(&g.t.0, &all).env("BATON_STORE", &store).output().unwrap();
             let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             assert!(!text.contains("s3cr3t"), "{args:?}: {text}");
@@ -380,13 +346,7 @@ fn over_git_daemon() {
 #[test]
 fn a_run_whose_final_receipt_is_rejected_fails_and_keeps_it() {
     let g = GitTemp::new("final-rejected");
-    let hook = g.remote().join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\nwhile read old new ref; do\n  if git log -1 --format=%s \"$new\" | grep -q '(complete)$'; then echo 'no final receipts today' >&2; exit 1; fi\ndone\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    g.refuse_subjects("(complete)$", "no final receipts today");
     let (code, env) = g.json(&["run", "--scope", "pr-1", "--", "true"]);
     assert_eq!((code, env["error"]["code"].as_str()), (1, Some("STORE_REJECTED")), "{env}");
     let kept = env["error"]["keptAt"].as_str().unwrap();

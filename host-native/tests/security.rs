@@ -4,30 +4,20 @@
 
 mod common;
 
-use common::{BATON, GitTemp, TempDir, command, envelope, git_out};
+use common::{BATON, GitTemp, TempDir, command, envelope, git_out, ledger_record, pass_env, wait_for, with_json};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// `baton args` under `umask 022` (what most shells and CI runners have), with `vars`.
 fn with_umask(cwd: &Path, args: &[&str], vars: &[(&str, &str)]) -> Output {
-    let mut cmd = command(cwd, &[]);
     let mut all = vec!["-c", "umask 022 && exec \"$@\"", "sh", BATON];
     all.extend_from_slice(args);
     let mut sh = Command::new("sh");
-    sh.current_dir(cwd).env_clear().args(&all);
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            sh.env(k, v);
-        }
-    }
-    for (k, v) in vars {
-        sh.env(k, v);
-    }
-    cmd = sh;
-    cmd.output().unwrap()
+    pass_env(sh.current_dir(cwd).env_clear().args(&all)).envs(vars.iter().copied());
+    sh.output().unwrap()
 }
 
 fn mode(path: &Path) -> u32 {
@@ -49,14 +39,6 @@ fn modes(root: &Path) -> Vec<(String, u32)> {
     }
     out.sort();
     out
-}
-
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[test]
@@ -100,19 +82,12 @@ fn the_cell_mutex_is_created_0600_under_umask_022() {
     let held = serde_json::json!({ "pid": pid, "start": start, "host": host, "token": "0000000000000000" });
     std::fs::write(cell.join("lock.mutex"), format!("{held}\n")).unwrap();
     let mut sh = Command::new("sh");
-    sh.current_dir(&t.0)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap())
+    pass_env(sh.current_dir(&t.0).env_clear())
         .env("BATON_STORE", t.store())
         .env("BATON_MUTEX_WAIT_MS", "3000")
         .args(["-c", "umask 022 && exec \"$0\" lock acquire --scope pr-1 --holder h --json", BATON])
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    for key in ["HOME", "BATON_CACHE_DIR", "XDG_CACHE_HOME"] {
-        if let Some(v) = std::env::var_os(key) {
-            sh.env(key, v);
-        }
-    }
     let child = sh.spawn().unwrap();
     let mut tmp = None;
     wait_for("baton's mutex file", Duration::from_secs(20), || {
@@ -145,13 +120,7 @@ fn git_working_clones_are_0700_and_kept_receipts_0600() {
     assert!(!lines.is_empty() && lines.iter().all(|l| l.starts_with("700 ")), "{text}");
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "the clone is removed on exit");
     // A receipt the remote refused is kept locally, owner only.
-    let hook = g.remote().join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\nwhile read old new ref; do\n  if git log -1 --format=%s \"$new\" | grep -q '^receipt'; then echo frozen >&2; exit 1; fi\ndone\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    g.refuse_subjects("^receipt", "frozen");
     let out = with_umask(&g.t.0, &["run", "--scope", "pr-9", "--json", "--", "true"], &vars);
     let env = envelope(&out);
     assert_eq!(env["error"]["code"], "STORE_REJECTED", "{env}");
@@ -173,11 +142,7 @@ const SECRET: &str = "s3cr3t-t0ken";
 fn never_shows(cwd: &Path, store: &str, args: &[&str], vars: &[(&str, &str)], code: &str) -> Value {
     let mut envelope_seen = Value::Null;
     for json in [true, false] {
-        let mut all = args.to_vec();
-        let at = all.iter().position(|a| *a == "--").unwrap_or(all.len());
-        if json {
-            all.insert(at, "--json");
-        }
+        let all = if json { with_json(args) } else { args.to_vec() };
         let mut cmd = command(cwd, &all);
         cmd.env("BATON_STORE", store).env("BATON_STORE_BUDGET_MS", "3000");
         for (k, v) in vars {
@@ -200,22 +165,7 @@ fn remote_commands() -> Vec<Vec<&'static str>> {
     vec![
         vec!["lock", "acquire", "--scope", "pr-1", "--holder", "h"],
         vec!["run", "--scope", "pr-1", "--", "true"],
-        vec![
-            "ledger",
-            "record",
-            "--scope",
-            "pr-1",
-            "--adapter",
-            "a",
-            "--key",
-            "k",
-            "--id",
-            "1",
-            "--holder",
-            "h",
-            "--epoch",
-            "1",
-        ],
+        ledger_record("k", "1", "1").to_vec(),
         vec!["status", "--scope", "pr-1"],
         vec!["receipt", "list", "--scope", "pr-1"],
     ]
@@ -324,48 +274,11 @@ fn credentials_never_show_on_push_refusals_fencing_corrupt_content_or_bad_ref_na
     // Held by someone else.
     never_shows(&g.t.0, &store, &["lock", "acquire", "--scope", "pr-1", "--holder", "other"], &vars, "LOCK_HELD");
     // A fenced refusal: the wrong epoch.
-    let stale = [
-        "ledger",
-        "record",
-        "--scope",
-        "pr-1",
-        "--adapter",
-        "a",
-        "--key",
-        "k",
-        "--id",
-        "1",
-        "--holder",
-        "h",
-        "--epoch",
-        "999",
-    ];
-    never_shows(&g.t.0, &store, &stale, &vars, "LOCK_LOST");
+    never_shows(&g.t.0, &store, &ledger_record("k", "1", "999"), &vars, "LOCK_LOST");
     // A rejected push (pre-receive hook), with the receipt kept locally.
-    let hook = g.remote().join("hooks/pre-receive");
-    std::fs::write(
-        &hook,
-        format!("#!/bin/sh\necho 'denied for https://ci:{SECRET}@git.example.invalid' >&2\nexit 1\n"),
-    )
-    .unwrap();
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let record = [
-        "ledger",
-        "record",
-        "--scope",
-        "pr-1",
-        "--adapter",
-        "a",
-        "--key",
-        "k",
-        "--id",
-        "1",
-        "--holder",
-        "h",
-        "--epoch",
-        &epoch,
-    ];
-    let env = never_shows(&g.t.0, &store, &record, &vars, "STORE_REJECTED");
+    let hook =
+        g.pre_receive(&format!("#!/bin/sh\necho 'denied for https://ci:{SECRET}@git.example.invalid' >&2\nexit 1\n"));
+    let env = never_shows(&g.t.0, &store, &ledger_record("k", "1", &epoch), &vars, "STORE_REJECTED");
     assert!(env["error"]["message"].as_str().unwrap().contains("[REDACTED]"), "{env}");
     never_shows(&g.t.0, &store, &["run", "--scope", "pr-2", "--", "true"], &vars, "STORE_REJECTED");
     std::fs::remove_file(&hook).unwrap();
@@ -417,9 +330,7 @@ fn credentials_never_show_on_push_refusals_fencing_corrupt_content_or_bad_ref_na
     never_shows(&g.t.0, &store, &["lock", "acquire", "--scope", "pr-3", "--holder", "h"], &bad, "USAGE");
     // Contention until the budget runs out: another writer keeps moving the ref (simulated by a hook that
     // says the ref moved).
-    std::fs::write(&hook, "#!/bin/sh\necho 'error: cannot lock ref: is at 0000 but expected 1111' >&2\nexit 1\n")
-        .unwrap();
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    g.pre_receive("#!/bin/sh\necho 'error: cannot lock ref: is at 0000 but expected 1111' >&2\nexit 1\n");
     let budget = [("GIT_CONFIG_GLOBAL", config.as_str()), ("BATON_STORE_BUDGET_MS", "300")];
     never_shows(&g.t.0, &store, &["lock", "acquire", "--scope", "pr-4", "--holder", "h"], &budget, "STORE_");
 }
@@ -520,57 +431,23 @@ fn no_flag_or_variable_combination_gets_a_production_lock_or_write_without_appro
     }
     assert!(refused >= 20 && allowed >= 10, "{refused} refused, {allowed} allowed");
     // The fenced writes have no lock to write under: refused, nothing written.
+    // `<command> --env <env> --scope main <middle> --holder h --epoch 1 --json`.
+    let fenced = |command: &[&'static str], env: &'static str, middle: &[&'static str]| {
+        [command, &["--env", env, "--scope", "main"], middle, &["--holder", "h", "--epoch", "1", "--json"]].concat()
+    };
     for args in [
-        &[
-            "ledger",
-            "record",
-            "--env",
-            "production",
-            "--scope",
-            "main",
-            "--adapter",
-            "a",
-            "--key",
-            "k",
-            "--id",
-            "1",
-            "--holder",
-            "h",
-            "--epoch",
-            "1",
-            "--json",
-        ][..],
-        &[
-            "ledger",
-            "intend",
-            "--env",
-            "Production",
-            "--scope",
-            "main",
-            "--adapter",
-            "a",
-            "--key",
-            "k",
-            "--holder",
-            "h",
-            "--epoch",
-            "1",
-            "--json",
-        ],
-        &["lock", "renew", "--env", "production", "--scope", "main", "--holder", "h", "--epoch", "1", "--json"],
+        fenced(&["ledger", "record"], "production", &["--adapter", "a", "--key", "k", "--id", "1"]),
+        fenced(&["ledger", "intend"], "Production", &["--adapter", "a", "--key", "k"]),
+        fenced(&["lock", "renew"], "production", &[]),
     ] {
-        let out = t.baton(args).output().unwrap();
+        let out = t.baton(&args).output().unwrap();
         assert_eq!(
             (out.status.code(), envelope(&out)["error"]["code"].as_str()),
             (Some(3), Some("LOCK_LOST")),
             "{args:?}"
         );
     }
-    let out = t
-        .baton(&["write", "f.txt", "--env", "production", "--scope", "main", "--holder", "h", "--epoch", "1", "--json"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let out = t.baton(&fenced(&["write", "f.txt"], "production", &[])).stdin(Stdio::null()).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(production_files(&t.0.join("store")).is_empty());
     // With an approver, production works and records who approved.

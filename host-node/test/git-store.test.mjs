@@ -7,14 +7,13 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync, statSync, readdirSync, chmodSync, realpathSync } from 'node:fs';
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BatonError, acquireLease, destroy, openStore, scopeStatus, withLease } from 'baton-lease';
-import { rejection, quiet, ctx, branchCtx, prCtx, db, url, brief } from '../test-helpers.mjs';
+import { rejection, quiet, ctx, branchCtx, prCtx, db, url, brief, closedPort } from '../test-helpers.mjs';
 
 const pkgDir = fileURLToPath(new URL('..', import.meta.url));
 const PREFIX = 'refs/heads/baton-receipts';
@@ -335,12 +334,7 @@ test('the working clone: created on first use, owner-only, named after the remot
 });
 
 test('credentials in the remote URL never reach an error, a detail, or the store label', async () => {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  server.close();
-  await once(server, 'close');
+  const port = await closedPort();
   const store = openStore(`git:http://user:secret@127.0.0.1:${port}/r.git`, { cwd: os.tmpdir() });
   assert.equal(store.path, `http://[REDACTED]@127.0.0.1:${port}/r.git`);
   for (const attempt of [

@@ -7,13 +7,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, readdirSync, existsSync, statSync, realpathSync, chmodSync } from 'node:fs';
 import { execFileSync, spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { inspect } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
 import { destroy, openStore, withLease, withObjectLease } from 'baton-lease';
-import { rejection, quiet, ctx } from '../test-helpers.mjs';
+import { rejection, quiet, ctx, closedPort } from '../test-helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const SECRET = 's3cr3t-t0ken';
@@ -111,16 +110,6 @@ http.createServer((req, res) => {
   const proc = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'ignore'] });
   const [chunk] = await once(proc.stdout, 'data');
   return { port: Number(String(chunk).trim()), stop: () => proc.kill() };
-}
-
-async function closedPort() {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address();
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 test('credentials never show when the remote is unreachable, unknown, 404, 401 or refuses the ssh key', async () => {

@@ -52,10 +52,9 @@ impl Drop for TempDir {
     }
 }
 
-/// `baton args` in `cwd` with only PATH, HOME and the compile cache variables from the test runner.
-pub fn command(cwd: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(BATON);
-    cmd.current_dir(cwd).env_clear().args(args);
+/// Gives `cmd` PATH, HOME and the compile cache variables from the test runner (those that are set), for a
+/// command whose environment was cleared.
+pub fn pass_env(cmd: &mut Command) -> &mut Command {
     for key in ["PATH", "HOME", "BATON_CACHE_DIR", "XDG_CACHE_HOME"] {
         if let Some(v) = std::env::var_os(key) {
             cmd.env(key, v);
@@ -64,13 +63,25 @@ pub fn command(cwd: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// Runs `baton args --json` in `cwd` on `store`; returns (exit code, envelope), checking `ok` iff exit 0.
-/// `--json` goes before `--`: what follows is the command's own arguments.
-pub fn json_in(cwd: &Path, store: &str, args: &[&str]) -> (i32, Value) {
+/// `baton args` in `cwd` with only PATH, HOME and the compile cache variables from the test runner.
+pub fn command(cwd: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(BATON);
+    pass_env(cmd.current_dir(cwd).env_clear().args(args));
+    cmd
+}
+
+/// `args` with `--json` added before `--` (what follows `--` is the command's own arguments), or at the end.
+pub fn with_json<'a>(args: &[&'a str]) -> Vec<&'a str> {
     let mut all = args.to_vec();
     let at = all.iter().position(|a| *a == "--").unwrap_or(all.len());
     all.insert(at, "--json");
-    let out = command(cwd, &all).env("BATON_STORE", store).output().unwrap();
+    all
+}
+
+/// Runs `baton args --json` in `cwd` on `store`; returns (exit code, envelope), checking `ok` iff exit 0.
+/// `--json` goes before `--`: what follows is the command's own arguments.
+pub fn json_in(cwd: &Path, store: &str, args: &[&str]) -> (i32, Value) {
+    let out = command(cwd, &with_json(args)).env("BATON_STORE", store).output().unwrap();
     let env = envelope(&out);
     let code = out.status.code().expect("exited");
     assert_eq!(env["ok"] == true, code == 0, "ok iff exit 0: {env}\n{}", String::from_utf8_lossy(&out.stderr));
@@ -153,6 +164,23 @@ impl GitTemp {
         out.lines().map(str::to_owned).collect()
     }
 
+    /// Installs `script` as the remote's `pre-receive` hook (executable); returns the hook's path, so that a
+    /// test can remove it once the remote should accept again.
+    pub fn pre_receive(&self, script: &str) -> PathBuf {
+        let hook = self.remote().join("hooks/pre-receive");
+        std::fs::write(&hook, script).unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        hook
+    }
+
+    /// Installs a `pre-receive` hook refusing every push whose new commit's subject matches `pattern` (a
+    /// `grep` pattern), printing `message` to stderr; returns the hook's path.
+    pub fn refuse_subjects(&self, pattern: &str, message: &str) -> PathBuf {
+        self.pre_receive(&format!(
+            "#!/bin/sh\nwhile read old new ref; do\n  if git log -1 --format=%s \"$new\" | grep -q '{pattern}'; then echo '{message}' >&2; exit 1; fi\ndone\n"
+        ))
+    }
+
     /// The refs of the remote.
     pub fn refs(&self) -> Vec<String> {
         git_out(&self.t.0, &["--git-dir", "remote.git", "for-each-ref", "--format=%(refname)"])
@@ -173,6 +201,36 @@ pub fn git_out(cwd: &Path, args: &[&str]) -> String {
     let out = Command::new("git").current_dir(cwd).args(args).output().unwrap();
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The arguments of a fenced ledger write on `preview/pr-1`: `ledger record --scope pr-1 --adapter a --key
+/// <key> --id <id> --holder h --epoch <epoch>`.
+pub const fn ledger_record<'a>(key: &'a str, id: &'a str, epoch: &'a str) -> [&'a str; 14] {
+    [
+        "ledger",
+        "record",
+        "--scope",
+        "pr-1",
+        "--adapter",
+        "a",
+        "--key",
+        key,
+        "--id",
+        id,
+        "--holder",
+        "h",
+        "--epoch",
+        epoch,
+    ]
+}
+
+/// Polls `f` every 20 ms until it returns true; fails the test naming `what` once `limit` has passed.
+pub fn wait_for(what: &str, limit: std::time::Duration, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// `sh -c` script text running `baton` commands (`baton ` replaced by the binary under test).
