@@ -25,8 +25,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { check, countByKind } from './checker.mjs';
-import { dirHistory, gitHistory } from './history.mjs';
+import { HistoryChecker, countByKind } from './checker.mjs';
+import { streamDirHistory, streamGitHistory } from './history.mjs';
 import { rng } from './rng.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -37,13 +37,35 @@ const PROFILES = {
   short: { seconds: 25, workers: 4, baselineSeconds: 20, baselineStaleMs: 2000 },
   long: { seconds: 300, workers: 6, baselineSeconds: 300, baselineStaleMs: null },
 };
-/** The scopes every worker picks from: a branch, its pull request (which inherits it), another branch. */
-const CONTEXTS = [
-  { env: 'preview', scope: 'branch-t1', branch: 't1', sha: 'a1', pr: null },
-  { env: 'preview', scope: 'pr-1', branch: 't1', sha: 'a1', pr: 1 },
-  { env: 'preview', scope: 'branch-t2', branch: 't2', sha: 'b2', pr: null },
-];
-const SUCCESSORS = { 'branch-t1': 'pr-1' };
+/**
+ * How long workers use one generation of scopes before the next: receipts only grow (the workload never
+ * deletes), so a fresh generation keeps each receipt, and the history that repeats it, small.
+ */
+const GENERATION_MS = 40_000;
+
+/**
+ * The scopes a worker of generation `g` picks from: a branch, its pull request (which inherits it), another
+ * branch. Generation 0 is `branch-t1`, `pr-1`, `branch-t2`; later ones add `-g<g>` and PR numbers 1 + 10g.
+ */
+function contexts(g) {
+  const suffix = g === 0 ? '' : `-g${g}`;
+  const pr = 1 + 10 * g;
+  return [
+    { env: 'preview', scope: `branch-t1${suffix}`, branch: `t1${suffix}`, sha: 'a1', pr: null },
+    { env: 'preview', scope: `pr-${pr}`, branch: `t1${suffix}`, sha: 'a1', pr },
+    { env: 'preview', scope: `branch-t2${suffix}`, branch: `t2${suffix}`, sha: 'b2', pr: null },
+  ];
+}
+
+/** Which pull request scope inherits which branch scope, over `generations`. */
+function successors(generations) {
+  const out = {};
+  for (let g = 0; g < generations; g++) {
+    const [branch, pr] = contexts(g);
+    out[branch.scope] = pr.scope;
+  }
+  return out;
+}
 
 function usage(message) {
   process.stderr.write(`torture: ${message}\nUsage: node torture/torture.mjs [--profile short|long] [--seed N] [--stores dir,git] [--no-baseline] [--sabotage] [--seconds S] [--workers N] [--json FILE] [--keep]\n`);
@@ -97,7 +119,7 @@ function readLog(file) {
  * Plans one worker from the seed: what runs it, which scope, how many writes, which faults.
  * @param {ReturnType<typeof rng>} r
  */
-function planWorker(r, { kinds, ttlMs, store }) {
+function planWorker(r, { kinds, ttlMs, store, generation }) {
   const fault = r.pick([
     ['none', 50],
     ['stop', 20],
@@ -106,7 +128,7 @@ function planWorker(r, { kinds, ttlMs, store }) {
   ]);
   return {
     kind: r.pickUniform(kinds),
-    context: r.pickUniform(CONTEXTS),
+    context: r.pickUniform(contexts(generation)),
     writes: r.int(3, 12),
     gapMs: r.int(20, 200),
     lostReply: r.chance(0.35) ? 0.05 : 0,
@@ -239,6 +261,7 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
   const started = Date.now();
   const running = new Set();
   const records = [];
+  let generations = 1;
   let n = 0;
   let slowToggle = null;
   if (remote) {
@@ -254,7 +277,9 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
   while (Date.now() - started < seconds * 1000) {
     while (running.size < workers) {
       const id = `w${String(++n).padStart(4, '0')}`;
-      const plan = planWorker(r, { kinds, ttlMs: env.ttlMs, store });
+      const generation = Math.floor((Date.now() - started) / GENERATION_MS);
+      generations = Math.max(generations, generation + 1);
+      const plan = planWorker(r, { kinds, ttlMs: env.ttlMs, store, generation });
       // Without the mutex, races need two transactions in flight at once: widen every window.
       if (env.unsafe) plan.delayMs = 150;
       const p = startWorker(id, plan, env).then((rec) => {
@@ -272,18 +297,17 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
   clearInterval(progress);
   const endMs = Date.now();
 
-  const cells = remote ? await gitHistory(remote) : await dirHistory(env.journal);
   const acks = records.flatMap((w) => w.acks.map((key) => ({ key, worker: w.id })));
   const mode = kinds.includes('baseline') ? 'baseline' : 'baton';
-  const violations = check({
-    cells,
-    acks,
-    workers: records,
-    endMs,
-    ttlMs: env.ttlMs,
-    successors: SUCCESSORS,
-    mode,
-  });
+  const checker = new HistoryChecker({ successors: successors(generations), mode });
+  const grants = new Set();
+  const observe = (cell, state) => {
+    if (state.lock?.epoch) grants.add(`${cell} ${state.lock.holder}@${state.lock.epoch}`);
+    checker.observe(cell, state);
+  };
+  if (remote) await streamGitHistory(remote, observe);
+  else await streamDirHistory(env.journal, observe);
+  const violations = checker.finish({ acks, workers: records, endMs, ttlMs: env.ttlMs });
   const faultLog = existsSync(path.join(dir, 'faults.log')) ? readFileSync(path.join(dir, 'faults.log'), 'utf8') : '';
   const report = {
     store: label,
@@ -307,8 +331,9 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
       return acc;
     }, {}),
     acked: acks.length,
-    states: Object.values(cells).reduce((s, h) => s + h.length, 0),
-    grants: Object.values(cells).reduce((s, h) => s + new Set(h.filter((x) => x.lock?.epoch).map((x) => `${x.lock.holder}@${x.lock.epoch}`)).size, 0),
+    scopes: checker.cells.size,
+    states: checker.states,
+    grants: grants.size,
     violations: countByKind(violations),
     total: violations.length,
     examples: violations.slice(0, 8),
@@ -335,6 +360,7 @@ function printTable(reports) {
     ['slow store (dir: workers, git: pushes)', ...reports.map((r) => String(r.faults.slowStore))],
     ['workers ended (exit code or signal: count)', ...reports.map((r) => Object.entries(r.exits).sort().map(([k, n]) => `${k.replace('SIG', '')}:${n}`).join(' '))],
     ['writes acknowledged', ...reports.map((r) => String(r.acked))],
+    ['scopes (cells)', ...reports.map((r) => String(r.scopes))],
     ['states checked', ...reports.map((r) => String(r.states))],
     ['lock grants seen', ...reports.map((r) => String(r.grants))],
     ...kinds.map((k) => [`violations: ${k}`, ...reports.map((r) => String(r.violations[k]))]),
