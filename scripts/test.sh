@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of every host: the core (unit, conformance corpus, simulation), the wasmtime component and the
-# CLI, the Node package, the cross-host tests, the torture harness (short profile), formatting, clippy on
-# native and wasm32, tsc --strict.
+# CLI, the Node package, the cross-host tests, the fuzz targets (short), the torture harness (short
+# profile), formatting, clippy on native and wasm32, tsc --strict.
 # Installs what it needs first (scripts/setup.sh). Run from anywhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +17,7 @@ step "warm the compile cache"; target/debug/baton scope --branch warm-up >/dev/n
 step "cargo test";           cargo test --workspace --quiet
 step "simulation (100,000 schedules, release)"
                              BATON_SIM_SCHEDULES=100000 cargo test --release --quiet -p baton-core --test sim
+step "fuzz (stable route + 5 s of libFuzzer per target)"; bash scripts/fuzz.sh short
 step "clippy (native)";      cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p baton-node --target wasm32-unknown-unknown --quiet -- -D warnings
 step "node package";         (cd host-node && npm test && npm run --silent typecheck)
