@@ -52,12 +52,37 @@ pub fn validate_name(what: &str, name: &str) -> Result<(), CoreError> {
         ))
         .with(what, name));
     }
+    // A name the store must hex-encode (a leading `.`, `..`, a trailing `.lock`) doubles in length: it must
+    // still fit a file name and a ref component (255 bytes), or the store would fail with an I/O error.
+    let encoded = crate::names::path_segment(name).len().max(crate::names::ref_segment(name).len());
+    if encoded > MAX_SEGMENT_BYTES {
+        return Err(CoreError::usage(format!(
+            "{what} `{name}` is too long for the store once encoded ({encoded} bytes, at most {MAX_SEGMENT_BYTES}): a name that starts with `.`, contains `..` or ends in `.lock` is stored hex-encoded, so it may have at most 127 characters. Nothing was read or written."
+        ))
+        .with(what, name));
+    }
     Ok(())
 }
+
+/// The longest cell directory name or ref component a store can take (file systems' NAME_MAX).
+const MAX_SEGMENT_BYTES: usize = 255;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_too_long_once_encoded_are_usage() {
+        // 127 characters hex-encode to `=` + 254 hex digits: 255 bytes, which fits; 128 do not.
+        let fits = format!(".{}", "a".repeat(126));
+        assert!(validate_name("scope", &fits).is_ok());
+        let long = format!(".{}", "a".repeat(127));
+        let e = validate_name("scope", &long).unwrap_err();
+        assert_eq!(e.code, crate::error::ErrorCode::Usage);
+        assert!(e.message.contains("too long for the store once encoded"), "{}", e.message);
+        // Plain names map to themselves: 200 characters are fine.
+        assert!(validate_name("scope", &"a".repeat(200)).is_ok());
+    }
 
     #[test]
     fn follows_the_original_rule() {

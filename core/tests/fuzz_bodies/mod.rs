@@ -756,11 +756,14 @@ pub fn names(data: &[u8]) {
         assert_eq!(x["ref"] == y["ref"], a == b);
     }
     let derived = scope::scope_for(&whole, None, None);
+    // `branch-` + at most 193 characters fits 200; a scope the stores hex-encode (`..`, a trailing `.lock`)
+    // doubles, so up to 120 characters always fit 255 bytes, and longer ones may be refused as too long.
     if whole.len() <= 193 {
-        assert!(
-            scope::validate_name("scope", &derived).is_ok(),
-            "the scope {derived:?} derived from a branch is valid"
-        );
+        match scope::validate_name("scope", &derived) {
+            Ok(()) => {}
+            Err(e) if whole.len() > 120 && e.message.contains("too long for the store once encoded") => {}
+            Err(e) => panic!("the scope {derived:?} derived from a branch is refused: {}", e.message),
+        }
     }
     assert_eq!(scope::safe_segment(&scope::safe_segment(&whole)), scope::safe_segment(&whole));
 }
