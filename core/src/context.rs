@@ -233,6 +233,12 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
     // A bad environment is refused before anyone runs git for the rest.
     if let Some(env) = &acc.env {
         validate_name("env", env)?;
+        if env == crate::ownership::PARENT_ENV {
+            return Err(CoreError::usage(format!(
+                "env `{env}` is reserved for the locks of parent objects (`baton lock-object`): choose another environment name. Nothing was read or written."
+            ))
+            .with("env", env.as_str()));
+        }
     }
 
     // A named scope (`--scope`, then `BATON_SCOPE`, which `baton run` exports) needs no branch.

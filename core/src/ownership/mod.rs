@@ -21,4 +21,4 @@ mod ops;
 mod scopes;
 
 pub use ops::*;
-pub use scopes::{HANDOVER_TTL_MS, OtherScope, foreign_map, handover_ttl_ms, parent_cell, predecessor_of};
+pub use scopes::{HANDOVER_TTL_MS, OtherScope, PARENT_ENV, foreign_map, handover_ttl_ms, parent_cell, predecessor_of};

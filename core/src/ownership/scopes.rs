@@ -60,6 +60,9 @@ pub fn foreign_map(own: &str, predecessor: Option<&str>, others: &[OtherScope]) 
     map
 }
 
+/// The environment of parent-object lock cells; reserved, never a run's environment.
+pub const PARENT_ENV: &str = "_locks";
+
 /// The cell of a parent object: environment `_locks`, scope = the first 32 hex digits of sha256(identity).
 /// An identity that contains one of `secrets` (values of at least 4 characters) is refused: it would be
 /// written to the lock and to receipts.
@@ -73,7 +76,7 @@ pub fn parent_cell(identity: &str, secrets: &[String]) -> Result<(String, String
         ));
     }
     let digest = crate::sha256::hex(identity.as_bytes());
-    Ok(("_locks".into(), digest[..32].to_owned()))
+    Ok((PARENT_ENV.into(), digest[..32].to_owned()))
 }
 
 #[cfg(test)]
