@@ -155,3 +155,42 @@ fn eight_processes_race_to_take_over_an_expired_lock_and_exactly_one_wins() {
     let winner = common::race_for_lock(&t.0, &s, "pr-1", 8, "expired lock");
     assert_eq!(winner["preempted"]["holder"], "crashed");
 }
+
+/// A cell mutex left by a process that died unreaped (a zombie: its parent has not waited for it, which in a
+/// container whose PID 1 reaps nothing lasts forever) is broken like any dead owner's, not waited for.
+#[test]
+fn a_mutex_left_by_a_zombie_is_broken() {
+    let t = TempDir::new("cli-zombie-mutex");
+    // A child this test never waits for: once it exits it stays a zombie, with its pid and start time.
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    let stat_of = || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let state = |stat: &str| stat[stat.rfind(')').unwrap() + 1..].split_whitespace().next().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while state(&stat_of()) != "Z" {
+        assert!(std::time::Instant::now() < deadline, "the child never became a zombie");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let stat = stat_of();
+    let start = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(19).unwrap().to_owned();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_owned();
+    let cell = t.0.join("store/preview/pr-1");
+    std::fs::create_dir_all(&cell).unwrap();
+    let held = serde_json::json!({ "pid": pid, "start": start, "host": host, "token": "0000000000000000" });
+    std::fs::write(cell.join("lock.mutex"), format!("{held}\n")).unwrap();
+    let started = std::time::Instant::now();
+    let out = t
+        .baton(&["lock", "acquire", "--scope", "pr-1", "--holder", "h", "--json"])
+        .env("BATON_MUTEX_WAIT_MS", "5000")
+        .output()
+        .unwrap();
+    let env: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(env["ok"], true, "{env}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "broken at once, not waited for: {:?}",
+        started.elapsed()
+    );
+    assert!(!cell.join("lock.mutex").exists(), "the zombie's mutex is gone");
+    child.wait().unwrap();
+}

@@ -18,7 +18,11 @@ const MUTEX_FILE = 'lock.mutex';
 const DEFAULT_WAIT_MS = 30_000;
 const HAS_PROC = existsSync('/proc/self/stat');
 
-/** Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or undefined if there is none. */
+/**
+ * Field 22 of /proc/<pid>/stat (start time in clock ticks since boot), or undefined if there is none or the
+ * process has exited: a zombie (state Z or X) stays listed until its parent reaps it, and forever where PID 1
+ * does not reap orphans (many containers), but holds nothing any more.
+ */
 function procStart(pid) {
   let stat;
   try {
@@ -26,8 +30,10 @@ function procStart(pid) {
   } catch {
     return undefined;
   }
-  // Fields 3.. follow the last ')' (the command name may contain spaces and parentheses).
-  return stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)[22 - 3];
+  // Fields 3.. follow the last ')' (the command name may contain spaces and parentheses); field 3 is the state.
+  const fields = stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/);
+  if (fields[0] === 'Z' || fields[0] === 'X') return undefined;
+  return fields[22 - 3];
 }
 
 let ownStart;

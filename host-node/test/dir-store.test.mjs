@@ -166,6 +166,30 @@ test('a stale mutex does not wedge the cell: dead pid, reused pid, or not ours a
   }
 });
 
+test('a mutex left by a zombie (exited, never reaped) is broken at once', async (t) => {
+  // `true` exits; its parent `sleep` never waits for it, so it stays a zombie, pid and start time listed.
+  const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  t.after(() => parent.kill('SIGKILL'));
+  const [line] = await once(parent.stdout, 'data');
+  const pid = Number(String(line).trim());
+  const state = () => {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 1).trim().split(/\s+/)[0];
+  };
+  for (let i = 0; state() !== 'Z'; i++) {
+    assert.ok(i < 500, 'the child never became a zombie');
+    await sleep(10);
+  }
+  const { store, file } = fresh({ mutexWaitMs: 5000 });
+  mkdirSync(path.dirname(file('lock.mutex')), { recursive: true });
+  writeFileSync(file('lock.mutex'), mutexLine({ pid, start: procStart(pid) }));
+  const t0 = performance.now();
+  const g = await store.acquireLock({ ...cell, holder: 'a', ttlMs: 1000 });
+  assert.equal(g.lock.epoch, 1);
+  assert.ok(performance.now() - t0 < 2000, `broken at once, not waited for: ${performance.now() - t0} ms`);
+  assert.equal(existsSync(file('lock.mutex')), false);
+});
+
 test('a mutex held by a live process is never broken: the transaction waits, then STORE_CONTENDED', async (t) => {
   const child = spawn('sleep', ['60'], { stdio: 'ignore' });
   t.after(() => child.kill('SIGKILL'));

@@ -124,12 +124,18 @@ fn break_mutex(path: &Path, judged: &str, token: &str) {
     let _ = std::fs::remove_file(&tomb);
 }
 
-/// Field 22 of `/proc/<pid>/stat` (start time in clock ticks since boot), or `None` without `/proc`.
+/// Field 22 of `/proc/<pid>/stat` (start time in clock ticks since boot), or `None` without `/proc` and for
+/// a process that has exited: a zombie (state `Z` or `X`), which stays listed until its parent reaps it, and
+/// forever where PID 1 does not reap orphans (many containers), holds nothing any more.
 fn process_start(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_comm = &stat[stat.rfind(')')? + 1..];
-    // Fields after the comm start at field 3; field 22 is the 20th of them.
-    after_comm.split_whitespace().nth(19).map(str::to_owned)
+    // Fields after the comm start at field 3 (the state); field 22 is the 20th of them.
+    let mut fields = after_comm.split_whitespace();
+    if matches!(fields.next(), Some("Z" | "X")) {
+        return None;
+    }
+    fields.nth(18).map(str::to_owned)
 }
 
 fn process_alive(pid: u32) -> bool {
