@@ -14,6 +14,14 @@ fn machine(f: impl FnOnce(&mut LeaseConfig)) -> LeaseMachine {
     LeaseMachine::new(cfg).unwrap()
 }
 
+/// A machine configured by `f` whose acquire (request 1, sent at t=0) is in flight.
+fn acquiring(f: impl FnOnce(&mut LeaseConfig)) -> LeaseMachine {
+    let mut m = machine(f);
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    m
+}
+
 fn drain(m: &mut LeaseMachine) -> Vec<Action> {
     std::iter::from_fn(|| m.poll_action()).collect()
 }
@@ -204,9 +212,7 @@ fn waiting_gives_up_at_the_wait_timeout() {
 
 #[test]
 fn without_wait_a_held_lock_fails_at_once() {
-    let mut m = machine(|_| {});
-    m.acquire(0).unwrap();
-    drain(&mut m);
+    let mut m = acquiring(|_| {});
     m.handle_store_result(1, err("LOCK_HELD"), 5).unwrap();
     assert!(matches!(events(&drain(&mut m)).as_slice(), [LeaseEvent::AcquireFailed { .. }]));
     assert!(m.is_finished());
@@ -214,9 +220,7 @@ fn without_wait_a_held_lock_fails_at_once() {
 
 #[test]
 fn a_takeover_warns() {
-    let mut m = machine(|_| {});
-    m.acquire(0).unwrap();
-    drain(&mut m);
+    let mut m = acquiring(|_| {});
     let answer = json!({"lock": {"holder": "run-a", "epoch": 2}, "preempted": {"holder": "crashed", "acquiredAt": "2026-10-10T12:00:00.000Z"}});
     m.handle_store_result(1, StoreResult::Ok(answer), 5).unwrap();
     let evs = events(&drain(&mut m));
@@ -248,9 +252,7 @@ fn store_request(actions: &[Action]) -> (u64, &'static str, Value) {
 fn an_acquire_whose_reply_was_lost_is_cleaned_up_before_failing() {
     // The store committed the grant but the reply was lost: the lock may be ours. The machine releases by
     // holder name (no epoch) before it reports the failure, instead of leaving the lock for a TTL.
-    let mut m = machine(|_| {});
-    m.acquire(0).unwrap();
-    drain(&mut m);
+    let mut m = acquiring(|_| {});
     m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
     let actions = drain(&mut m);
     assert!(events(&actions).is_empty(), "no failure before the clean-up: {actions:?}");
@@ -272,9 +274,7 @@ fn an_acquire_whose_reply_was_lost_is_cleaned_up_before_failing() {
 #[test]
 fn a_refused_acquire_fails_at_once_without_a_clean_up() {
     for code in ["LOCK_HELD", "LOCK_CORRUPT", "USAGE", "STORE_CONTENDED"] {
-        let mut m = machine(|_| {});
-        m.acquire(0).unwrap();
-        drain(&mut m);
+        let mut m = acquiring(|_| {});
         m.handle_store_result(1, err(code), 5).unwrap();
         let actions = drain(&mut m);
         assert!(store_ids(&actions).is_empty(), "{code}: nothing to clean up");
@@ -285,9 +285,7 @@ fn a_refused_acquire_fails_at_once_without_a_clean_up() {
 
 #[test]
 fn a_clean_up_that_keeps_failing_ends_with_the_acquire_error_and_a_warning() {
-    let mut m = machine(|_| {});
-    m.acquire(0).unwrap();
-    drain(&mut m);
+    let mut m = acquiring(|_| {});
     m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
     let mut id = store_request(&drain(&mut m)).0;
     let mut now = 5;
@@ -309,9 +307,7 @@ fn a_clean_up_that_keeps_failing_ends_with_the_acquire_error_and_a_warning() {
 
 #[test]
 fn release_during_an_acquire_whose_reply_was_lost_cleans_up_and_ends_released() {
-    let mut m = machine(|c| c.wait = true);
-    m.acquire(0).unwrap();
-    drain(&mut m);
+    let mut m = acquiring(|c| c.wait = true);
     m.release(2);
     m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
     let (id, op, _) = store_request(&drain(&mut m));
@@ -323,9 +319,7 @@ fn release_during_an_acquire_whose_reply_was_lost_cleans_up_and_ends_released() 
 #[test]
 fn a_holder_named_by_people_is_never_released_by_name() {
     // Two leases may share a name people chose: releasing by name could end the other one's lock.
-    let mut m = machine(|c| c.unique_holder = false);
-    m.acquire(0).unwrap();
-    drain(&mut m);
+    let mut m = acquiring(|c| c.unique_holder = false);
     m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
     let actions = drain(&mut m);
     assert!(store_ids(&actions).is_empty(), "no release by name: {actions:?}");
@@ -334,9 +328,7 @@ fn a_holder_named_by_people_is_never_released_by_name() {
 
 #[test]
 fn release_called_during_the_clean_up_ends_with_released() {
-    let mut m = machine(|_| {});
-    m.acquire(0).unwrap();
-    drain(&mut m);
+    let mut m = acquiring(|_| {});
     m.handle_store_result(1, err("INTERNAL"), 5).unwrap();
     let (id, _, _) = store_request(&drain(&mut m));
     m.release(6);
