@@ -38,8 +38,10 @@ fn is_safe_char(c: char) -> bool {
 }
 
 /// Checks that `name` can name an environment or a scope: non-empty, at most 200 characters, only
-/// `[A-Za-z0-9._-]`. Every derived scope passes; the check keeps hand-written `--scope`/`--env` values from
-/// colliding with derived ones or escaping the store (see [`crate::names`]).
+/// `[A-Za-z0-9._-]`, and at most 255 bytes once the stores encode it (see [`crate::names`]). A derived
+/// scope passes unless its branch name is very long (over 193 characters, or over 120 with `..` or a
+/// trailing `.lock`); the check keeps hand-written `--scope`/`--env` values from colliding with derived ones
+/// or escaping the store.
 pub fn validate_name(what: &str, name: &str) -> Result<(), CoreError> {
     if name.is_empty() || name.len() > 200 || !name.chars().all(is_safe_char) {
         let source = match what {
@@ -48,16 +50,16 @@ pub fn validate_name(what: &str, name: &str) -> Result<(), CoreError> {
             _ => "",
         };
         return Err(CoreError::usage(format!(
-            "{what} `{name}` is not a valid name{source}: use 1-200 characters from A-Z a-z 0-9 . _ - (derived scopes always are). Nothing was read or written."
+            "{what} `{name}` is not a valid name{source}: use 1-200 characters from A-Z a-z 0-9 . _ - (as scopes derived from a branch are). Nothing was read or written."
         ))
         .with(what, name));
     }
-    // A name the store must hex-encode (a leading `.`, `..`, a trailing `.lock`) doubles in length: it must
+    // A name the store must hex-encode (a leading or trailing `.`, `..`, a trailing `.lock`) doubles: it must
     // still fit a file name and a ref component (255 bytes), or the store would fail with an I/O error.
     let encoded = crate::names::path_segment(name).len().max(crate::names::ref_segment(name).len());
     if encoded > MAX_SEGMENT_BYTES {
         return Err(CoreError::usage(format!(
-            "{what} `{name}` is too long for the store once encoded ({encoded} bytes, at most {MAX_SEGMENT_BYTES}): a name that starts with `.`, contains `..` or ends in `.lock` is stored hex-encoded, so it may have at most 127 characters. Nothing was read or written."
+            "{what} `{name}` is too long for the store once encoded ({encoded} bytes, at most {MAX_SEGMENT_BYTES}): a name that starts or ends with `.`, contains `..` or ends in `.lock` is stored hex-encoded, so it may have at most 127 characters. Nothing was read or written."
         ))
         .with(what, name));
     }

@@ -101,8 +101,9 @@ pub enum LeaseEvent {
         error: Value,
     },
     /// The lease could not be acquired (`LOCK_HELD` after the wait, `LOCK_CORRUPT`, a store failure). After a
-    /// failure that may have landed anyway (a lost reply), the machine first releases by holder name, and the
-    /// error says `releasedOwnLock` (whether that removed a lock of ours) or `releaseWarning`.
+    /// failure that may have landed anyway (`INTERNAL`: a lost reply looks like that), the machine first
+    /// releases by holder name, and the error says `releasedOwnLock` (whether the release's last attempt
+    /// found and removed a lock of ours) or, when every attempt failed, `releaseWarning`.
     AcquireFailed {
         /// The error, to print with its code.
         error: Value,
@@ -522,11 +523,12 @@ impl LeaseMachine {
     }
 }
 
-/// Whether a failed acquire may still have landed in the store: anything but a refusal the core decided
-/// before writing (`LOCK_HELD`, `LOCK_CORRUPT`, `USAGE`) or a store that committed nothing (`STORE_CONTENDED`:
-/// the cell mutex was never taken, or every push was refused). A lost reply looks like any other failure.
+/// Whether a failed acquire may still have landed in the store: only an `INTERNAL` failure (an I/O error or
+/// a reply lost after the commit look alike). Every other code says what happened before anything was
+/// written: a refusal the core decided (`LOCK_HELD`, `LOCK_CORRUPT`, `USAGE`), or a store that committed
+/// nothing (`STORE_CONTENDED`: no mutex or every push refused; `STORE_PERMISSION`: no access;
+/// `STORE_REJECTED`: a hook or a full disk refused the write).
 fn acquire_outcome_unknown(error: &Map<String, Value>) -> bool {
-    let refusals = [ErrorCode::LockHeld, ErrorCode::LockCorrupt, ErrorCode::Usage, ErrorCode::StoreContended];
     let code = error.get("code").and_then(Value::as_str);
-    !refusals.iter().any(|c| Some(c.as_str()) == code)
+    code.is_none_or(|c| c == ErrorCode::Internal.as_str())
 }

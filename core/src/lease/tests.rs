@@ -273,7 +273,7 @@ fn an_acquire_whose_reply_was_lost_is_cleaned_up_before_failing() {
 
 #[test]
 fn a_refused_acquire_fails_at_once_without_a_clean_up() {
-    for code in ["LOCK_HELD", "LOCK_CORRUPT", "USAGE", "STORE_CONTENDED"] {
+    for code in ["LOCK_HELD", "LOCK_CORRUPT", "USAGE", "STORE_CONTENDED", "STORE_PERMISSION", "STORE_REJECTED"] {
         let mut m = acquiring(|_| {});
         m.handle_store_result(1, err(code), 5).unwrap();
         let actions = drain(&mut m);

@@ -24,7 +24,7 @@ impl OtherScope {
     }
 }
 
-/// The longest a handover holds the predecessor's lock: it takes two transactions, so a run that dies
+/// The longest a handover holds the predecessor's lock: it takes three transactions, so a run that dies
 /// in between blocks the branch for at most this long (or the run's own TTL, when that is shorter).
 pub const HANDOVER_TTL_MS: u64 = 60_000;
 
