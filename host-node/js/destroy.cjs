@@ -2,7 +2,6 @@
 /**
  * Destroy runs and parent-object leases: both are leases with a purpose, built on `acquireLease`.
  */
-const { randomBytes } = require('node:crypto');
 const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
 const { startLease, acquireLease, runUnder, fenced } = require('./lease.cjs');
@@ -30,7 +29,7 @@ async function destroy(store, options, fn) {
     throw hostError('USAGE', 'destroy needs the run context: destroy(store, {context: detectContext()}, fn)');
   }
   if (options.ownership === false) throw hostError('USAGE', 'a destroy is a run: `ownership: false` does not apply');
-  const lease = await startLease(store, { holder: `destroy-${randomBytes(4).toString('hex')}`, ...options }, true);
+  const lease = await startLease(store, options, true);
   let outcome;
   try {
     const plan = await lease[fenced]('destroy-plan', {});

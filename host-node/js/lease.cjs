@@ -203,9 +203,10 @@ const KNOWN_OPTIONS = [...STRING_OPTIONS, ...NUMBER_OPTIONS, ...BOOLEAN_OPTIONS,
 
 /**
  * The machine's configuration from the options. Only the types are checked here (USAGE); names and timing
- * are the core's to judge (it answers USAGE too).
+ * are the core's to judge (it answers USAGE too). Without a `holder`, one is made up: `<prefix>-` and random
+ * hex, this lease's alone (`uniqueHolder`).
  */
-function leaseConfig(options) {
+function leaseConfig(options, prefix = 'run') {
   const usage = (message) => hostError('USAGE', message);
   if (options === null || typeof options !== 'object') throw usage('a lease needs its options: {env, scope, ...}');
   for (const [key, value] of Object.entries(options)) {
@@ -230,7 +231,9 @@ function leaseConfig(options) {
     throw usage('a lease needs `env` and `scope` (for example those detectContext() found), or the `context` itself');
   }
   // A holder we make up is this lease's alone: the core may then release by name after a lost reply.
-  const config = { env, scope, holder: options.holder ?? `run-${randomBytes(4).toString('hex')}`, uniqueHolder: options.holder === undefined };
+  const named = options.holder !== undefined && options.holder !== null;
+  const holder = named ? options.holder : `${prefix}-${randomBytes(4).toString('hex')}`;
+  const config = { env, scope, holder, uniqueHolder: !named };
   for (const key of ['label', ...NUMBER_OPTIONS, 'wait']) if (options[key] !== undefined) config[key] = options[key];
   return config;
 }
@@ -749,7 +752,7 @@ function startLease(store, options, destroy) {
     if (store === null || typeof store !== 'object' || typeof store.transact !== 'function') {
       throw hostError('USAGE', 'acquireLease needs a store (from openStore()) as its first argument');
     }
-    const config = leaseConfig(options);
+    const config = leaseConfig(options, destroy ? 'destroy' : 'run');
     const run = runSettings(store, options, config, destroy);
     const { onWait, onEvent, onWarning } = options;
     lease = new Lease(store, config, { onWait, onEvent, onWarning }, run);
