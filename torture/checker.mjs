@@ -18,9 +18,11 @@
  *   back.
  * - `receipt-lost`: an entry that left a cell's receipt other than by a handover to the pull request, a
  *   write a worker was told succeeded that is in no final receipt, or a receipt that disappeared.
- * - `lock-left-behind`: a live lock at the end held by a worker that was neither stopped nor killed and was
- *   not told a release failed (whatever its exit code), or one that lives longer than its TTL after the last
- *   worker ended.
+ * - `lock-left-behind`: a lock at the end held by a worker that was neither stopped nor killed and was not
+ *   told a release failed (whatever its exit code: an acquire whose reply was lost must be released too), or
+ *   one that lives longer than its TTL after the last worker ended.
+ * - `takeover-of-live-lock`: a grant that replaced another holder's lock before that lock expired (all
+ *   workers share one clock here, so no skew excuses it).
  * - `two-owners`: a resource that two scopes list as owned at the end, other than a pull request listing
  *   what it inherited from its head branch (pending its handover).
  */
@@ -94,6 +96,7 @@ export class HistoryChecker {
     c.i += 1;
     this.states += 1;
     const lock = state.lock;
+    c.prevLock = c.lock;
     c.lock = lock ?? null;
     if (this.mode === 'baton') {
       if (typeof state.epochFile === 'number') {
@@ -105,6 +108,10 @@ export class HistoryChecker {
       if (lock && typeof lock.epoch === 'number') {
         const id = `${lock.holder}@${lock.epoch}`;
         if (id !== c.grant) {
+          const before = c.prevLock;
+          if (before && before.holder !== lock.holder && Date.parse(before.expiresAt) > Date.parse(lock.acquiredAt)) {
+            add('takeover-of-live-lock', `${lock.holder} was granted epoch ${lock.epoch} at ${lock.acquiredAt} over ${before.holder}'s lock, live until ${before.expiresAt} (${where})`);
+          }
           if (lock.epoch <= c.maxEpoch) {
             add('epoch-not-increasing', `${lock.holder} was granted epoch ${lock.epoch} after epoch ${c.maxEpoch} at ${where}`);
           }
@@ -209,8 +216,8 @@ export class HistoryChecker {
         if (!lock) continue;
         const expires = Date.parse(lock.expiresAt);
         const w = holderOf.get(lock.holder);
-        if (w?.clean && expires > endMs) {
-          add('lock-left-behind', cell, `${lock.holder} (${w.id}) ended unharmed but its lock lives until ${lock.expiresAt}`);
+        if (w?.clean) {
+          add('lock-left-behind', cell, `${lock.holder} (${w.id}) ended unharmed but left its lock (until ${lock.expiresAt})`);
         }
         if (ttlMs !== null && expires > endMs + ttlMs) {
           add('lock-left-behind', cell, `${lock.holder}'s lock lives until ${lock.expiresAt}, over a TTL after the last worker ended`);
@@ -245,6 +252,7 @@ export function countByKind(violations) {
     'receipt-lost',
     'lock-left-behind',
     'two-owners',
+    'takeover-of-live-lock',
   ];
   const counts = Object.fromEntries(kinds.map((k) => [k, 0]));
   for (const v of violations) counts[v.kind] = (counts[v.kind] ?? 0) + 1;

@@ -6,7 +6,8 @@ import { check, countByKind, parseKey } from './checker.mjs';
 
 const T = Date.parse('2026-01-01T00:00:00Z');
 const iso = (ms) => new Date(ms).toISOString();
-const lock = (holder, epoch, expiresMs = T + 2000) => ({ holder, epoch, acquiredAt: iso(T), expiresAt: iso(expiresMs) });
+/** A lock of 2 s; by default epoch n is granted at T + 2(n-1) s, when the previous one expired. */
+const lock = (holder, epoch, expiresMs = T + 2000 * epoch) => ({ holder, epoch, acquiredAt: iso(expiresMs - 2000), expiresAt: iso(expiresMs) });
 const entry = (key, extra = {}) => ({ adapter: 'torture', key, id: 'x', createdBy: 'baton', ...extra });
 const receipt = (...keys) => ({ version: 2, ledger: keys.map((k) => (typeof k === 'string' ? entry(k) : k)) });
 const st = (l, r, epochFile = l?.epoch ?? null) => ({ lock: l, epochFile, receipt: r });
@@ -66,11 +67,24 @@ test('an entry that leaves a receipt, or an acknowledged write no receipt has, i
   assert.ok(kinds(check({ cells: gone })).includes('receipt-lost'));
 });
 
+test('a grant over another holder\'s live lock is found', () => {
+  const cells = clean();
+  // b's grant at epoch 2 came at T, while a's lock lived until T + 2000.
+  cells['preview/branch-t2'][4].lock.acquiredAt = iso(T + 1000);
+  assert.deepEqual(kinds(check({ cells })), ['takeover-of-live-lock']);
+  // Granted after it expired: fine.
+  const later = clean();
+  later['preview/branch-t2'][4].lock.acquiredAt = iso(T + 2000);
+  assert.deepEqual(check({ cells: later }), []);
+});
+
 test('a lock left by a worker that exited cleanly, or outliving its TTL, is found', () => {
   const cells = clean();
   cells['preview/branch-t2'].push(st(lock('c', 3, T + 9000), cells['preview/branch-t2'][6].receipt));
   const workers = [{ id: 'w3', holders: ['c'], clean: true }];
   assert.deepEqual(kinds(check({ cells, workers, endMs: T + 5000, ttlMs: 60_000 })), ['lock-left-behind']);
+  // Even once expired: an unharmed worker (an acquire whose reply was lost included) releases what it holds.
+  assert.deepEqual(kinds(check({ cells, workers, endMs: T + 20_000, ttlMs: 60_000 })), ['lock-left-behind']);
   // A killed worker's lock expiring within a TTL is how leases end: no violation.
   const killed = [{ id: 'w3', holders: ['c'], clean: false }];
   assert.deepEqual(check({ cells, workers: killed, endMs: T + 5000, ttlMs: 60_000 }), []);

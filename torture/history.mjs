@@ -42,8 +42,13 @@ export async function streamDirHistory(journal, onState) {
   for await (const line of lines) {
     n += 1;
     if (line.trim() === '') continue;
-    const entry = JSON.parse(line);
-    onState(entry.cell, state(`journal line ${n}`, entry.files));
+    let entry;
+    try {
+      entry = JSON.parse(line);
+    } catch (e) {
+      throw new Error(`the journal ${journal} has a torn line ${n}: ${e.message}`);
+    }
+    onState(entry.cell, state(`journal line ${n}${entry.gap ? ', the state a dead writer committed' : ''}`, entry.files));
   }
 }
 

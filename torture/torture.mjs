@@ -172,15 +172,28 @@ function startWorker(id, plan, env) {
   const child = spawn(cmd, args, { env: childEnv, detached: true, stdio: ['ignore', 'ignore', 'pipe'] });
   const errChunks = [];
   child.stderr.on('data', (c) => errChunks.push(c));
-  const record = { id, kind: plan.kind, scope: plan.context.scope, fault: plan.fault, faulted: false, slow: plan.delayMs > 0 };
-  const signal = (sig, group) => {
+  const record = { id, kind: plan.kind, scope: plan.context.scope, fault: plan.fault, faulted: false, slow: plan.delayMs > 0, pid: child.pid };
+  child.on('error', (e) => note(`${id}: cannot start ${cmd}: ${e.message}`));
+  const kill = (target, sig) => {
     try {
-      process.kill(group ? -child.pid : child.pid, sig);
+      process.kill(target, sig);
       return true;
     } catch {
       return false;
     }
   };
+  // `group`: the worker's process group and, for `baton run`, its command's own group (baton starts the
+  // command as a group leader; cli-writes.sh logs that pgid first thing).
+  const signal = (sig, group) => {
+    if (!group) return kill(child.pid, sig);
+    const cmdGroup = readLog(log).find((e) => e.event === 'pgid')?.pgid;
+    const sent = kill(-child.pid, sig);
+    if (cmdGroup) kill(-cmdGroup, sig);
+    return sent;
+  };
+  // For the drain bound: kill whatever is left of a hung worker (not part of the report).
+  Object.defineProperty(record, 'killAll', { value: () => signal('SIGKILL', true), enumerable: false });
+  env.live.add(record);
   if (plan.fault !== 'none') {
     setTimeout(() => {
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -212,7 +225,8 @@ function startWorker(id, plan, env) {
       });
       // Not stopped or killed, and not told that a release failed: whatever its exit code, it must not leave
       // a lock (an acquire whose reply was lost is released before the worker hears the failure).
-      record.clean = !record.faulted && !releaseFailed;
+      record.clean = !record.faulted && !releaseFailed && !record.hung;
+      env.live.delete(record);
       resolve(record);
     });
   });
@@ -240,7 +254,7 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
   const dir = mkdtempSync(path.join(tmpdir(), `baton-torture-${label}-`));
   for (const d of ['logs', 'tmp']) mkdirSync(path.join(dir, d));
   const r = rng(seed);
-  const env = { dir, bin, ttlMs: store === 'git' ? 3000 : 2000 };
+  const env = { dir, bin, ttlMs: store === 'git' ? 3000 : 2000, live: new Set() };
   let kinds = ['cli', 'node'];
   let remote = null;
   if (store === 'dir' || store.sabotage) {
@@ -291,12 +305,29 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
     await Promise.race([...running, sleep(250)]);
   }
   clearTimeout(slowToggle);
-  const drainBound = setTimeout(() => note(`${label}: still waiting for ${running.size} workers...`), 60_000);
+  // Every worker ends on its own well within this (its wait is bounded at 120 s): one still running after
+  // it is hung, which the report counts as a failure, and is killed so that the harness ends.
+  const drainNote = setTimeout(() => note(`${label}: still waiting for ${running.size} workers...`), 60_000);
+  const drainBound = setTimeout(() => {
+    for (const rec of env.live) {
+      rec.hung = true;
+      note(`${label}: ${rec.id} is hung; killing it`);
+      rec.killAll();
+    }
+  }, 180_000);
   await Promise.all(running);
+  clearTimeout(drainNote);
   clearTimeout(drainBound);
   clearInterval(progress);
   const endMs = Date.now();
 
+  // A grant whose reply was lost names a holder its worker never heard of: attribute it by pid.
+  const faultLog = existsSync(path.join(dir, 'faults.log')) ? readFileSync(path.join(dir, 'faults.log'), 'utf8') : '';
+  for (const line of faultLog.split('\n')) {
+    const [fault, pid, holder] = line.split(' ');
+    const w = fault === 'lost-reply' && holder && holder !== '-' ? records.find((x) => x.pid === Number(pid)) : null;
+    if (w && !w.holders.includes(holder)) w.holders.push(holder);
+  }
   const acks = records.flatMap((w) => w.acks.map((key) => ({ key, worker: w.id })));
   const mode = kinds.includes('baseline') ? 'baseline' : 'baton';
   const checker = new HistoryChecker({ successors: successors(generations), mode });
@@ -308,7 +339,6 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
   if (remote) await streamGitHistory(remote, observe);
   else await streamDirHistory(env.journal, observe);
   const violations = checker.finish({ acks, workers: records, endMs, ttlMs: env.ttlMs });
-  const faultLog = existsSync(path.join(dir, 'faults.log')) ? readFileSync(path.join(dir, 'faults.log'), 'utf8') : '';
   const report = {
     store: label,
     seed,
@@ -335,6 +365,7 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
     states: checker.states,
     grants: grants.size,
     violations: countByKind(violations),
+    hung: records.filter((w) => w.hung).map((w) => w.id),
     total: violations.length,
     examples: violations.slice(0, 8),
     // Why workers that were not killed failed: the first `baton:` error line (CLI) or the error event (Node).
@@ -365,6 +396,7 @@ function printTable(reports) {
     ['lock grants seen', ...reports.map((r) => String(r.grants))],
     ...kinds.map((k) => [`violations: ${k}`, ...reports.map((r) => String(r.violations[k]))]),
     ['violations (total)', ...reports.map((r) => String(r.total))],
+    ['workers hung (killed after the drain bound)', ...reports.map((r) => String(r.hung.length))],
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
   for (const row of rows) process.stdout.write(`${row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}\n`);
@@ -399,7 +431,7 @@ async function main() {
     if (r.total > 0 && baton.includes(r)) note(`${r.store}: files kept in ${r.dir}`);
   }
   if (opts.json) writeFileSync(opts.json, `${JSON.stringify({ profile: opts.profile, seed, reports }, null, 2)}\n`);
-  const failed = baton.filter((r) => r.total > 0);
+  const failed = baton.filter((r) => r.total > 0 || r.hung.length > 0);
   if (failed.length > 0) {
     note(`FAILED: baton violated its promises on ${failed.map((r) => r.store).join(', ')} (seed ${seed})`);
     process.exit(1);

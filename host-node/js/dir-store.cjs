@@ -117,11 +117,14 @@ async function transact(root, { env, scope, waitMs }, decide) {
     await mkdirOwnerOnly(cellDir);
     if (!faults.unsafeNoMutex) mutex = await takeMutex(cellDir, { env, scope, waitMs });
     const cell = { env, scope, files: await loadFiles(cellDir) };
+    // Test-only (BATON_TEST_JOURNAL): the cell's history, see faults.cjs.
+    const journal = faults.journaling ? { label: path.relative(root, cellDir), names: call('cell-files', {}) } : null;
+    if (journal) await faults.journalLoaded(journal.label, cellDir, cell.files, journal.names);
     const answer = decide(cell, Date.now());
     await faults.slowStore();
     const changes = answer.changes ?? [];
     await applyChanges(cellDir, changes);
-    if (changes.length > 0) await faults.journal(path.relative(root, cellDir), cellDir, call('cell-files', {}));
+    if (journal && changes.length > 0) await faults.journalCommitted(journal.label, cellDir, journal.names);
     return answer;
   } catch (e) {
     throw ioError(e);

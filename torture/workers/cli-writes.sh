@@ -6,6 +6,8 @@
 # Usage: cli-writes.sh WRITES GAP_MS LOG   (BATON_BIN, and what `baton run` exports, in the environment)
 set -u
 writes=$1 gap=$2 log=$3
+# baton runs this command in its own process group ($$ leads it): the harness signals that group too.
+printf '{"event":"pgid","pgid":%s}\n' "$$" >>"$log"
 printf '{"event":"lease","holder":"%s","epoch":%s}\n' "$BATON_HOLDER" "$BATON_EPOCH" >>"$log"
 seq=1
 while [ "$seq" -le "$writes" ]; do

@@ -131,12 +131,23 @@ impl DirStore {
         let _mutex =
             if faults.unsafe_no_mutex() { None } else { Some(CellMutex::take(&dir.join("lock.mutex"), env, scope)?) };
         let cell = self.load(core, &dir, env, scope)?;
+        // Test-only (BATON_TEST_JOURNAL): the cell's history, see `faults`.
+        let journal = if faults.journaling() {
+            let label = dir.strip_prefix(&self.root).unwrap_or(&dir).display().to_string();
+            let names = core.cell_files()?;
+            let loaded = cell["files"].as_object().cloned().unwrap_or_default();
+            faults.journal_loaded(&label, &dir, &loaded, &names);
+            Some((label, names))
+        } else {
+            None
+        };
         let answer = decide(core, cell, now_ms())?;
         faults.slow_store();
-        if let Some(changes) = answer.get("changes").and_then(Value::as_array).filter(|c| !c.is_empty()) {
+        if let Some(changes) = answer.get("changes").and_then(Value::as_array) {
             apply(&dir, changes)?;
-            let label = dir.strip_prefix(&self.root).unwrap_or(&dir).display().to_string();
-            faults.journal(&label, &dir, &core.cell_files()?)?;
+            if let (Some((label, names)), false) = (&journal, changes.is_empty()) {
+                faults.journal_committed(label, &dir, names);
+            }
         }
         Ok(answer)
     }
