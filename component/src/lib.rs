@@ -182,6 +182,15 @@ impl Guest for Component {
     fn cell_files() -> Vec<String> {
         baton_core::cell::STATE_FILES.iter().map(|f| (*f).to_owned()).collect()
     }
+    fn io_error(request: String) -> Result<String, Error> {
+        call("io-error", request)
+    }
+    fn list_cells(request: String) -> Result<String, Error> {
+        call("list-cells", request)
+    }
+    fn git_env(request: String) -> Result<String, Error> {
+        call("git-env", request)
+    }
 }
 
 export!(Component);

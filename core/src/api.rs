@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 32] = [
+pub const OPS: [&str; 35] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -51,6 +51,9 @@ pub const OPS: [&str; 32] = [
     "render",
     "error-codes",
     "cell-files",
+    "io-error",
+    "list-cells",
+    "git-env",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -174,6 +177,21 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
         "cell-files" => Ok(to_json(&STATE_FILES)),
+        "io-error" => run(op, input, |r: IoErrorRequest| {
+            let errno = r.errno.as_deref();
+            let (code, _) = crate::stores::errno::classify(errno);
+            let message = crate::stores::errno::message(errno, &r.what, &r.detail);
+            Ok(json!({ "code": code.as_str(), "message": message, "errno": errno }))
+        }),
+        "list-cells" => run(op, input, |r: ListCellsRequest| {
+            let (segment, cells) = crate::stores::listing::list_cells(&r.env, r.spelling, &r.names)?;
+            Ok(json!({ "segment": segment, "cells": cells }))
+        }),
+        "git-env" => {
+            let set: serde_json::Map<String, serde_json::Value> =
+                crate::stores::git_env::SET.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())).collect();
+            Ok(to_json(&json!({ "remove": crate::stores::git_env::REMOVE, "set": set })))
+        }
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }
@@ -228,7 +246,7 @@ struct ScopeForRequest {
     default_branch: Option<String>,
 }
 
-/// `store-spec`: `{spec?, repoRoot?, cwd, prefix?, budgetMs?, run?, ci?, origin?}` -> `{kind: "dir", path}` or
+/// `store-spec`: `{spec?, repoRoot?, cwd, prefix?, budgetMs?, mutexWaitMs?, run?, ci?, origin?}` -> `{kind: "dir", path, mutexWaitMs}` or
 /// `{kind: "git", remote, prefix, budgetMs}`, with `source` (`spec` or `default`) and a `notice` when a
 /// `baton run` outside CI (or without an `origin` remote) falls back to the embedded dir store.
 ///
@@ -236,7 +254,9 @@ struct ScopeForRequest {
 /// one, `baton run` in CI (`ci`) in a repository with an `origin` remote uses `git:<origin>`; everything else
 /// uses `.baton` at the repository root (or in `cwd` outside a repository). `prefix` is `BATON_GIT_PREFIX`
 /// (default `baton-receipts`; `sponson-receipts` shares the original tool's store); `budgetMs` is
-/// `BATON_STORE_BUDGET_MS` as given (default 60000; anything but a positive integer is USAGE).
+/// `BATON_STORE_BUDGET_MS` as given (default 60000; anything but a positive integer is USAGE); `mutexWaitMs`
+/// is `BATON_MUTEX_WAIT_MS` as given (default 30000; anything but a whole number is USAGE, see
+/// [`crate::stores::wait`]), answered for a dir store as the number its transactions wait for a cell mutex.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct StoreSpecRequest {
@@ -249,6 +269,9 @@ struct StoreSpecRequest {
     prefix: Option<String>,
     #[serde(default)]
     budget_ms: Option<String>,
+    /// `BATON_MUTEX_WAIT_MS` as given.
+    #[serde(default)]
+    mutex_wait_ms: Option<String>,
     #[serde(default)]
     run: bool,
     #[serde(default)]
@@ -271,6 +294,7 @@ fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
             CoreError::usage(format!("BATON_STORE_BUDGET_MS must be a positive number of milliseconds (got {b:?})"))
         })?,
     };
+    let wait = crate::stores::wait::mutex_wait_ms(r.mutex_wait_ms.as_deref())?;
     let git = |remote: &str, source: &str| json!({ "kind": "git", "remote": remote, "prefix": prefix, "budgetMs": budget, "source": source, "label": crate::gitstore::redact(remote) });
     let Some(spec) = nonblank(&r.spec) else {
         let base = r.repo_root.as_deref().filter(|s| !s.is_empty()).unwrap_or(&r.cwd);
@@ -285,14 +309,14 @@ fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
             format!("using the embedded store {path} (this machine only); pass --store git:<remote> or set BATON_STORE to share it")
         });
         return Ok(
-            json!({ "kind": "dir", "path": path, "source": "default", "label": format!("dir:{path}"), "notice": notice }),
+            json!({ "kind": "dir", "path": path, "source": "default", "label": format!("dir:{path}"), "notice": notice, "mutexWaitMs": wait }),
         );
     };
     match spec.split_once(':') {
         Some(("dir", path)) if !path.trim().is_empty() => {
             let path = path.trim();
             let path = if path.starts_with('/') { path.to_owned() } else { format!("{}/{}", r.cwd.trim_end_matches('/'), path) };
-            Ok(json!({ "kind": "dir", "path": path, "source": "spec", "label": format!("dir:{path}") }))
+            Ok(json!({ "kind": "dir", "path": path, "source": "spec", "label": format!("dir:{path}"), "mutexWaitMs": wait }))
         }
         Some(("git", remote)) if !remote.trim().is_empty() => Ok(git(remote.trim(), "spec")),
         _ => Err(CoreError::usage(format!(
@@ -622,4 +646,30 @@ mod tests {
     fn scope_for_round_trip() {
         assert_eq!(invoke("scope-for", r#"{"branch":"feat/x","pr":null}"#).unwrap(), r#"{"scope":"branch-feat-x"}"#);
     }
+}
+
+/// `io-error`: `{errno?, what, detail}` -> `{code, message, errno}`: what a failed file operation of a store
+/// means (see [`crate::stores::errno`]). `errno` is the POSIX name of the OS error (`EROFS`), `what` the
+/// operation and its path (`cannot write /s/lock.json`), `detail` the OS's own words. The host raises the
+/// answer as its error, with `errno` (and the path) as details.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct IoErrorRequest {
+    #[serde(default)]
+    errno: Option<String>,
+    what: String,
+    #[serde(default)]
+    detail: String,
+}
+
+/// `list-cells`: `{env, spelling: "dir"|"ref", names}` -> `{segment, cells: [{name, scope, dir}]}`: where a
+/// store looks for the cells of `env` (its directory or ref segment) and which of the entries it found there
+/// are cells, sorted by scope (see [`crate::stores::listing`]). `USAGE` for an invalid env.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ListCellsRequest {
+    env: String,
+    spelling: crate::stores::listing::Spelling,
+    #[serde(default)]
+    names: Vec<String>,
 }

@@ -27,6 +27,7 @@ pub mod ownership;
 pub mod receipt;
 pub mod scope;
 pub mod sha256;
+pub mod stores;
 pub mod time;
 
 pub use error::{CoreError, ErrorCode};

@@ -86,7 +86,7 @@ fn main() {
     println!("  baton scope {scope:.2} ms vs git --version {git:.2} ms: {:.2}x", scope / git);
 
     println!("\nlease cycle on the dir store (acquire, one fenced write, release)");
-    let store = DirStore::new(tmp.join("store"));
+    let store = DirStore::new(tmp.join("store"), std::time::Duration::from_secs(30));
     let mut i = 0u64;
     let in_process = per_call(5, 200, || {
         i += 1;

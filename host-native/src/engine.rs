@@ -107,6 +107,9 @@ impl CoreComponent {
             "git-readme" => d.call_git_readme(s, &req),
             "redact" => d.call_redact(s, &req),
             "render" => d.call_render(s, &req),
+            "io-error" => d.call_io_error(s, &req),
+            "list-cells" => d.call_list_cells(s, &req),
+            "git-env" => d.call_git_env(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

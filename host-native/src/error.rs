@@ -12,12 +12,55 @@ pub struct HostError {
     pub message: String,
     /// Structured facts for the JSON envelope.
     pub details: Map<String, Value>,
+    /// The facts of an I/O failure the core has not classified yet (see [`HostError::io`]).
+    io: Option<IoFacts>,
+}
+
+/// What the core's `io-error` operation needs to classify an I/O failure.
+#[derive(Clone, Debug, PartialEq)]
+struct IoFacts {
+    errno: Option<&'static str>,
+    what: String,
+    detail: String,
+}
+
+/// The POSIX name of an OS error number, for the core (a conversion of the number, not a decision).
+fn errno_name(errno: i32) -> Option<&'static str> {
+    Some(match errno {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EXDEV => "EXDEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::ENFILE => "ENFILE",
+        libc::EMFILE => "EMFILE",
+        libc::ETXTBSY => "ETXTBSY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::EROFS => "EROFS",
+        libc::EMLINK => "EMLINK",
+        libc::EPIPE => "EPIPE",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOTEMPTY => "ENOTEMPTY",
+        libc::ELOOP => "ELOOP",
+        libc::ESTALE => "ESTALE",
+        libc::EDQUOT => "EDQUOT",
+        _ => return None,
+    })
 }
 
 impl HostError {
     /// A failure with `code` and `message`.
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self { code: code.to_owned(), message: message.into(), details: Map::new() }
+        Self { code: code.to_owned(), message: message.into(), details: Map::new(), io: None }
     }
 
     /// `USAGE`: bad flags or arguments.
@@ -30,29 +73,36 @@ impl HostError {
         Self::new("INTERNAL", message)
     }
 
-    /// An I/O failure on `what` with the OS error, classified by what the user can do about it: access
-    /// denied or a read-only file system is `STORE_PERMISSION`, a full disk or quota `STORE_REJECTED`, a file
-    /// where a directory should be `USAGE`, anything else `INTERNAL`. Every write is a temp file renamed over
-    /// its target, so a failed one leaves the file it would have replaced as it was.
+    /// An I/O failure on `what` with the OS error. Its code and message are decided by the core (operation
+    /// `io-error`: access denied or a read-only file system is `STORE_PERMISSION`, a full disk or quota
+    /// `STORE_REJECTED`, a file where a directory should be `USAGE`, anything else `INTERNAL`), which needs
+    /// a core: until [`Self::classified`] runs, the error is `INTERNAL` with the OS's words. The stores
+    /// classify what they return, and so does the output of every command.
     pub fn io(what: impl fmt::Display, e: &std::io::Error) -> Self {
-        let errno = e.raw_os_error().unwrap_or(0);
-        let (code, fix) = match errno {
-            libc::EACCES | libc::EPERM | libc::EROFS => (
-                "STORE_PERMISSION",
-                " The store must be readable and writable by this user: fix its permissions or mount, or choose another store with --store (BATON_STORE). Nothing was changed.",
-            ),
-            libc::ENOSPC | libc::EDQUOT => (
-                "STORE_REJECTED",
-                " The store's file system is full: free space there and re-run. No file was replaced; the previous content is intact.",
-            ),
-            libc::ENOTDIR => (
-                "USAGE",
-                " A path inside the store is a file, not a directory: point --store (BATON_STORE) at a directory, or move the file away.",
-            ),
-            _ => ("INTERNAL", ""),
-        };
-        let err = Self::new(code, format!("{what}: {e}.{fix}"));
-        if errno == 0 { err } else { err.with("errno", errno) }
+        let errno = e.raw_os_error().and_then(errno_name);
+        let what = what.to_string();
+        let detail = e.to_string();
+        let mut err = Self::new("INTERNAL", format!("{what}: {detail}."));
+        if let Some(name) = errno {
+            err = err.with("errno", name);
+        }
+        err.io = Some(IoFacts { errno, what, detail });
+        err
+    }
+
+    /// This error with the code and message the core gives an I/O failure (see [`Self::io`]); any other
+    /// error, or one already classified, is returned as it is. A core that cannot answer leaves it too.
+    #[must_use]
+    pub fn classified(mut self, core: &mut crate::engine::CoreComponent) -> Self {
+        let Some(facts) = self.io.take() else { return self };
+        let request = serde_json::json!({ "errno": facts.errno, "what": facts.what, "detail": facts.detail });
+        if let Ok(answer) = core.invoke("io-error", &request)
+            && let (Some(code), Some(message)) = (answer["code"].as_str(), answer["message"].as_str())
+        {
+            self.code = code.to_owned();
+            self.message = message.to_owned();
+        }
+        self
     }
 
     /// Adds a detail field.
@@ -67,7 +117,7 @@ impl HostError {
         let code = obj.remove("code").and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "INTERNAL".into());
         let message = obj.remove("message").and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         obj.remove("hint");
-        Self { code, message, details: obj }
+        Self { code, message, details: obj, io: None }
     }
 
     /// The error object as the core's `render` operation takes it.

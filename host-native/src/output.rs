@@ -22,6 +22,12 @@ pub fn finish_with(
     outcome: Outcome,
     exit_override: Option<u8>,
 ) -> u8 {
+    let mut core = core;
+    // An I/O failure gets its code and message from the core (`io-error`) wherever it was raised.
+    let outcome = match (outcome, core.as_deref_mut()) {
+        (Err(e), Some(c)) => Err(e.classified(c)),
+        (outcome, _) => outcome,
+    };
     let request = match &outcome {
         Ok(data) => json!({ "command": command, "data": data }),
         Err(e) => json!({ "command": command, "error": e.to_json() }),

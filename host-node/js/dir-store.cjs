@@ -8,27 +8,21 @@ const path = require('node:path');
 const { randomBytes } = require('node:crypto');
 const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
-const { takeMutex, releaseMutex, DEFAULT_WAIT_MS } = require('./mutex.cjs');
+const { takeMutex, releaseMutex } = require('./mutex.cjs');
 const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 const faults = require('./faults.cjs');
 
 /**
- * A BatonError for a failed file operation, classified as the native host does: access denied or a read-only
- * file system is STORE_PERMISSION, a full disk STORE_REJECTED, a file where a directory should be USAGE,
- * anything else INTERNAL. Every write is a temp file renamed over its target: a failed one replaces nothing.
+ * A BatonError for a failed file operation, classified by the core (`io-error`, as the native host does):
+ * access denied or a read-only file system is STORE_PERMISSION, a full disk STORE_REJECTED, a file where a
+ * directory should be USAGE, anything else INTERNAL, each with the core's fix-it text.
  */
 function ioError(e) {
   if (e instanceof BatonError) return e;
-  const errno = e && e.code;
-  const [code, fix] = ['EACCES', 'EPERM', 'EROFS'].includes(errno)
-    ? ['STORE_PERMISSION', ' The store must be readable and writable by this user: fix its permissions or mount, or choose another store (BATON_STORE). Nothing was changed.']
-    : ['ENOSPC', 'EDQUOT'].includes(errno)
-      ? ['STORE_REJECTED', " The store's file system is full: free space there and re-run. No file was replaced; the previous content is intact."]
-      : errno === 'ENOTDIR'
-        ? ['USAGE', ' A path inside the store is a file, not a directory: point the store (BATON_STORE) at a directory, or move the file away.']
-        : ['INTERNAL', ''];
-  return hostError(code, `The dir store failed: ${e && e.message ? e.message : String(e)}.${fix}`, { errno, path: e && e.path }, e);
+  const errno = e && typeof e.code === 'string' ? e.code : null;
+  const { code, message } = call('io-error', { errno, what: 'The dir store failed', detail: e && e.message ? e.message : String(e) });
+  return hostError(code, message, { errno, path: e && e.path }, e);
 }
 
 /**
@@ -133,13 +127,6 @@ async function transact(root, { env, scope, waitMs }, decide) {
   }
 }
 
-/** The wait bound for a mutex: the option, else BATON_MUTEX_WAIT_MS, else 30 s. */
-function waitBound(option) {
-  if (option !== undefined) return option;
-  const fromEnv = Number(process.env.BATON_MUTEX_WAIT_MS);
-  return process.env.BATON_MUTEX_WAIT_MS && Number.isFinite(fromEnv) && fromEnv >= 0 ? fromEnv : DEFAULT_WAIT_MS;
-}
-
 /**
  * A dir store. Obtain one with `openStore`; every method is one transaction on one cell, and every method
  * goes through `transact`, so a wrapper that overrides `transact` (to add latency or failures in tests, or
@@ -167,9 +154,18 @@ class DirStore extends CellStore {
    * @param {object} [request] the request without `cell` and `nowMs`
    */
   transact({ env, scope }, op, request = {}) {
-    return transact(this.path, { env, scope, waitMs: this.mutexWaitMs }, (cell, nowMs) =>
-      call(op, { ...request, cell, nowMs }),
-    ).then(faults.reply);
+    return this.transactWith({ env, scope }, (cell, nowMs) => call(op, { ...request, cell, nowMs })).then(faults.reply);
+  }
+
+  /**
+   * The store primitive under `transact`: one transaction whose decision is `decide(cell, nowMs)` (it must
+   * answer `{changes?, ...}` or throw a refusal), committed only on the snapshot it was made on. For the
+   * store corpus (tests/stores) and operations of one's own; everything else uses `transact`.
+   * @param {{env: string, scope: string}} target
+   * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
+   */
+  transactWith({ env, scope }, decide) {
+    return transact(this.path, { env, scope, waitMs: this.mutexWaitMs }, decide);
   }
 
   /**
@@ -180,7 +176,16 @@ class DirStore extends CellStore {
    * @param {string} op
    * @param {object} [request]
    */
-  async read({ env, scope }, op, request = {}) {
+  read({ env, scope }, op, request = {}) {
+    return this.readWith({ env, scope }, (cell, nowMs) => call(op, { ...request, cell, nowMs }));
+  }
+
+  /**
+   * `read` with the decision `decide(cell, nowMs)` (see `transactWith`); an answer with changes is refused.
+   * @param {{env: string, scope: string}} target
+   * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
+   */
+  async readWith({ env, scope }, decide) {
     const cellDir = path.join(this.path, call('cell-path', { env, scope }).dir);
     let files;
     try {
@@ -188,9 +193,9 @@ class DirStore extends CellStore {
     } catch (e) {
       throw ioError(e);
     }
-    const answer = call(op, { ...request, cell: { env, scope, files }, nowMs: Date.now() });
+    const answer = decide({ env, scope, files }, Date.now());
     if (Array.isArray(answer.changes) && answer.changes.length > 0) {
-      throw hostError('INTERNAL', `\`${op}\` is not a read-only operation; use transact`, { op });
+      throw hostError('INTERNAL', 'a read-only operation answered changes; use transact', {});
     }
     return answer;
   }
@@ -198,13 +203,13 @@ class DirStore extends CellStore {
   /**
    * The scopes of environment `env` that have a cell in this store, sorted by scope, each with the text of
    * its `latest.json` (null when it has none): what the core's ownership operations take as `others`.
-   * Directory names are decoded by the core (`scope-names`: `=hex` names, anything that is not a scope
-   * skipped); `_locks` (parent-object locks) is never a scope. Reads without the mutex.
+   * The core says which directories are cells (`list-cells`: `=hex` names decoded, anything that is not a
+   * scope skipped, no second spelling of a scope, never `_locks`). Reads without the mutex.
    * @param {string} env
    * @returns {Promise<{scope: string, text: string | null}[]>}
    */
   async list(env) {
-    const envDir = path.join(this.path, call('cell-path', { env, scope: 'x' }).dir.split('/')[0]);
+    const envDir = path.join(this.path, call('list-cells', { env, spelling: 'dir', names: [] }).segment);
     let entries;
     try {
       entries = await fs.readdir(envDir, { withFileTypes: true });
@@ -212,23 +217,18 @@ class DirStore extends CellStore {
       if (e.code === 'ENOENT') return [];
       throw ioError(e);
     }
-    const dirs = entries.filter((e) => e.isDirectory()).map((e) => e.name).sort();
-    const { scopes } = call('scope-names', { dirs });
+    const names = entries.filter((e) => e.isDirectory()).map((e) => e.name);
     const listed = [];
-    for (const [i, dir] of dirs.entries()) {
-      const scope = scopes[i];
-      if (typeof scope !== 'string' || scope === '_locks') continue;
-      // Only the directory a transaction on that scope would use (not a second spelling of the same name).
-      if (call('cell-path', { env, scope }).dir.split('/')[1] !== dir) continue;
+    for (const { name, scope } of call('list-cells', { env, spelling: 'dir', names }).cells) {
       let text = null;
       try {
-        text = (await fs.readFile(path.join(envDir, dir, 'latest.json'))).toString('utf8');
+        text = (await fs.readFile(path.join(envDir, name, 'latest.json'))).toString('utf8');
       } catch (e) {
         if (e.code !== 'ENOENT') throw ioError(e);
       }
       listed.push({ scope, text });
     }
-    return listed.sort((a, b) => (a.scope < b.scope ? -1 : a.scope > b.scope ? 1 : 0));
+    return listed;
   }
 
   /** Nothing to free (a git store removes its working clone): here so that any store can be closed. */
@@ -238,15 +238,20 @@ class DirStore extends CellStore {
 /**
  * Opens the store named by `spec` (`dir:<path>` or `git:<remote>`), else by BATON_STORE, else `.baton/` at
  * the git root of `cwd` (or in `cwd` outside a repository). Git is asked only when no store is named. A git
- * store takes its ref prefix from BATON_GIT_PREFIX and its retry budget from BATON_STORE_BUDGET_MS (the core
- * judges both). Throws USAGE for an unknown store.
+ * store takes its ref prefix from BATON_GIT_PREFIX and its retry budget from BATON_STORE_BUDGET_MS; a dir store
+ * waits for a cell mutex `opts.mutexWaitMs`, else BATON_MUTEX_WAIT_MS (the core judges all three). Throws
+ * USAGE for an unknown store or a variable that does not parse.
  * @param {string} [spec]
  * @param {{cwd?: string, mutexWaitMs?: number}} [opts]
  */
 function openStore(spec, opts = {}) {
   const cwd = path.resolve(opts.cwd ?? process.cwd());
   const named = [spec, process.env.BATON_STORE].find((s) => typeof s === 'string' && s.trim() !== '');
-  const git = { prefix: process.env.BATON_GIT_PREFIX ?? null, budgetMs: process.env.BATON_STORE_BUDGET_MS ?? null };
+  const git = {
+    prefix: process.env.BATON_GIT_PREFIX ?? null,
+    budgetMs: process.env.BATON_STORE_BUDGET_MS ?? null,
+    mutexWaitMs: process.env.BATON_MUTEX_WAIT_MS ?? null,
+  };
   let answer = call('store-spec', { spec: named ?? null, repoRoot: null, cwd, ...git });
   if (answer.source === 'default') answer = call('store-spec', { spec: null, repoRoot: repoRoot(cwd), cwd, ...git });
   if (answer.kind === 'git') {
@@ -255,7 +260,8 @@ function openStore(spec, opts = {}) {
     return new GitStore(answer, { cwd });
   }
   if (answer.kind !== 'dir') throw hostError('USAGE', `this package cannot open a ${answer.kind} store`, { store: answer.label });
-  return new DirStore(answer.path, waitBound(opts.mutexWaitMs));
+  // The option beats BATON_MUTEX_WAIT_MS, which the core parsed (`mutexWaitMs`, default 30 s).
+  return new DirStore(answer.path, opts.mutexWaitMs ?? answer.mutexWaitMs);
 }
 
 module.exports = { openStore, transact, DirStore };

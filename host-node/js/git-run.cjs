@@ -6,19 +6,20 @@
  * cannot be started rejects.
  */
 const { execFile } = require('node:child_process');
+const { call } = require('./core.cjs');
 
 /** The `-c` options of every git invocation. */
 const CONFIG = ['-c', 'user.name=baton', '-c', 'user.email=baton@localhost', '-c', 'commit.gpgsign=false'];
 
-/** Variables of the caller's repository that would point git elsewhere than the working clone. */
-const LEAKING = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_COMMON_DIR', 'GIT_PREFIX', 'GIT_NAMESPACE'];
-
-/** The environment of every git invocation: the process's, minus LEAKING, plus GIT_TERMINAL_PROMPT=0. */
+/**
+ * The environment of every git invocation: the process's, minus the variables of the caller's repository
+ * and plus the settings (no prompt, LC_ALL=C: the core classifies git's words) the core's `git-env` names.
+ */
 function gitEnv(extra = {}) {
+  const { remove, set } = call('git-env', {});
   const env = { ...process.env };
-  for (const name of LEAKING) delete env[name];
-  // LC_ALL=C: the core classifies git's messages, which must not be translated.
-  return { ...env, GIT_TERMINAL_PROMPT: '0', LC_ALL: 'C', ...extra };
+  for (const name of remove) delete env[name];
+  return { ...env, ...set, ...extra };
 }
 
 /**

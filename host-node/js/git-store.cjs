@@ -379,8 +379,8 @@ class GitStore extends CellStore {
     }
   }
 
-  /** One transaction (see the file comment). */
-  async #transact({ env, scope }, op, request) {
+  /** One transaction (see the file comment), deciding with `decide(cell, nowMs)`. */
+  async #transact({ env, scope }, decide) {
     const { dir, ref: cellRef } = call('cell-path', { env, scope });
     const ref = `refs/heads/${this.prefix}/${cellRef}`;
     let kept = null;
@@ -396,7 +396,7 @@ class GitStore extends CellStore {
         let answer;
         let refusal = null;
         try {
-          answer = call(op, { ...request, cell: { env, scope, files }, nowMs: Date.now() });
+          answer = decide({ env, scope, files }, Date.now());
         } catch (e) {
           refusal = e;
         }
@@ -450,14 +450,14 @@ class GitStore extends CellStore {
     }
   }
 
-  /** A read-only operation, always on the remote's current tip; an answer with changes is refused. */
-  async #read({ env, scope }, op, request) {
+  /** A read-only decision, always on the remote's current tip; an answer with changes is refused. */
+  async #read({ env, scope }, decide) {
     const { dir, ref: cellRef } = call('cell-path', { env, scope });
     const clone = await this.#workdir();
     const tip = await this.#fetch(clone, `refs/heads/${this.prefix}/${cellRef}`);
-    const answer = call(op, { ...request, cell: { env, scope, files: await this.#load(clone, tip, dir) }, nowMs: Date.now() });
+    const answer = decide({ env, scope, files: await this.#load(clone, tip, dir) }, Date.now());
     if (Array.isArray(answer.changes) && answer.changes.length > 0) {
-      throw hostError('INTERNAL', `\`${op}\` is not a read-only operation; use transact`, { op });
+      throw hostError('INTERNAL', 'a read-only operation answered changes; use transact', {});
     }
     return answer;
   }
@@ -472,7 +472,19 @@ class GitStore extends CellStore {
    * @param {object} [request] the request without `cell` and `nowMs`
    */
   transact(target, op, request = {}) {
-    return this.#exclusive(() => this.#transact(target, op, request)).then(faults.reply);
+    return this.transactWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs })).then(faults.reply);
+  }
+
+  /**
+   * The store primitive under `transact`: one transaction whose decision is `decide(cell, nowMs)` (it must
+   * answer `{changes?, ...}` or throw a refusal), committed only on the snapshot it was made on; decided
+   * again on a fresh fetch when the remote moved. For the store corpus (tests/stores) and operations of
+   * one's own; everything else uses `transact`.
+   * @param {{env: string, scope: string}} target
+   * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
+   */
+  transactWith(target, decide) {
+    return this.#exclusive(() => this.#transact(target, decide));
   }
 
   /**
@@ -480,13 +492,18 @@ class GitStore extends CellStore {
    * pushed; an answer with changes is refused (INTERNAL).
    */
   read(target, op, request = {}) {
-    return this.#exclusive(() => this.#read(target, op, request));
+    return this.readWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs }));
+  }
+
+  /** `read` with the decision `decide(cell, nowMs)` (see `transactWith`). */
+  readWith(target, decide) {
+    return this.#exclusive(() => this.#read(target, decide));
   }
 
   /**
    * The scopes of environment `env` that have a ref on the remote, sorted by scope, each with the text of
    * its `latest.json` (null when it has none): one `ls-remote`, one fetch into position-named refs, one
-   * `cat-file --batch`. Ref names are decoded by the core (`scope-names`); `_locks` is never a scope.
+   * `cat-file --batch`. The core says which refs are cells (`list-cells`); `_locks` is never a scope.
    * @param {string} env
    * @returns {Promise<{scope: string, text: string | null}[]>}
    */
@@ -495,36 +512,22 @@ class GitStore extends CellStore {
   }
 
   async #list(env) {
-    const envSeg = call('cell-path', { env, scope: 'x' }).ref.split('/')[0];
+    const envSeg = call('list-cells', { env, spelling: 'ref', names: [] }).segment;
     const base = `refs/heads/${this.prefix}/${envSeg}/`;
     const clone = await this.#workdir();
     for (let attempt = 1; ; attempt += 1) {
       const r = await git(clone, ['ls-remote', 'origin', `${base}*`]);
       if (r.code !== 0) throw this.#readError(r, base);
-      const segs = r.stdout
+      const names = r.stdout
         .toString('utf8')
         .split('\n')
         .map((line) => line.split('\t')[1])
         .filter((ref) => typeof ref === 'string' && ref.startsWith(base) && ref.length > base.length && !ref.slice(base.length).includes('/'))
         .map((ref) => ref.slice(base.length));
-      if (segs.length === 0) return [];
-      const { scopes } = call('scope-names', { dirs: segs });
-      const cells = [];
-      segs.forEach((seg, i) => {
-        const scope = scopes[i];
-        if (typeof scope !== 'string' || scope === '_locks') return;
-        let place;
-        try {
-          place = call('cell-path', { env, scope });
-        } catch {
-          return;
-        }
-        // Only the ref a transaction on that scope would use (not a second spelling of the same name).
-        if (place.ref !== `${envSeg}/${seg}`) return;
-        cells.push({ scope, ref: `${base}${seg}`, dir: place.dir });
-      });
+      // The core says which refs are cells (no second spelling of a scope, never `_locks`), sorted by scope.
+      const { cells } = call('list-cells', { env, spelling: 'ref', names });
       if (cells.length === 0) return [];
-      const refspecs = cells.map((c, i) => `+${c.ref}:refs/baton-list/${i}`);
+      const refspecs = cells.map((c, i) => `+${base}${c.name}:refs/baton-list/${i}`);
       const f = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ...refspecs]);
       if (f.code !== 0) {
         // A ref deleted between ls-remote and fetch: ask again (3 attempts in all).
@@ -535,11 +538,10 @@ class GitStore extends CellStore {
       const b = await git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
       if (b.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(b.stderr)}`);
       const entries = parseBatch(b.stdout, lines.length);
-      const listed = cells.map((c, i) => ({
+      return cells.map((c, i) => ({
         scope: c.scope,
         text: entries[i] !== null && entries[i].type === 'blob' ? entries[i].content.toString('utf8') : null,
       }));
-      return listed.sort((a, z) => (a.scope < z.scope ? -1 : a.scope > z.scope ? 1 : 0));
     }
   }
 

@@ -8,7 +8,7 @@ pub mod write;
 
 use crate::engine::CoreComponent;
 use crate::error::HostError;
-use crate::store::{DirStore, GitStore, Store};
+use crate::store::{DirStore, GitEnv, GitStore, Store};
 use serde_json::json;
 
 /// Opens the store named by `spec` (`--store` / `BATON_STORE`), or the default: `.baton/` at the repository
@@ -27,6 +27,7 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Re
         "cwd": cwd.display().to_string(),
         "prefix": std::env::var("BATON_GIT_PREFIX").ok(),
         "budgetMs": std::env::var("BATON_STORE_BUDGET_MS").ok(),
+        "mutexWaitMs": std::env::var("BATON_MUTEX_WAIT_MS").ok(),
         "run": run,
         "ci": ci,
         "origin": origin,
@@ -40,14 +41,17 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Re
             let path =
                 answer["path"].as_str().ok_or_else(|| HostError::internal(format!("store-spec answered {answer}")))?;
             check_dir_store(path)?;
-            Ok(Store::Dir(DirStore::new(path)))
+            let wait = answer["mutexWaitMs"]
+                .as_u64()
+                .ok_or_else(|| HostError::internal(format!("store-spec answered {answer}")))?;
+            Ok(Store::Dir(DirStore::new(path, std::time::Duration::from_millis(wait))))
         }
         Some("git") => {
             let field =
                 |k: &str| answer[k].as_str().ok_or_else(|| HostError::internal("store-spec answered without `{k}`"));
             let (remote, prefix, label) = (field("remote")?, field("prefix")?, field("label")?);
             let budget = answer["budgetMs"].as_u64().unwrap_or(60_000);
-            Ok(Store::Git(GitStore::new(remote, prefix, budget, label)))
+            Ok(Store::Git(GitStore::new(remote, prefix, budget, label, GitEnv::from_core(core)?)))
         }
         _ => Err(HostError::usage(format!("the store {} is not supported by this build", answer["label"]))),
     }

@@ -8,17 +8,20 @@ use serde_json::{Map, Value, json};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// A dir store rooted at `root`.
 #[derive(Clone, Debug)]
 pub struct DirStore {
     root: PathBuf,
+    mutex_wait: Duration,
 }
 
 impl DirStore {
-    /// A store rooted at `root` (created on first write).
-    pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+    /// A store rooted at `root` (created on first write) whose transactions wait up to `mutex_wait` for a
+    /// cell mutex held by a live process (the core's `store-spec` answers it as `mutexWaitMs`).
+    pub fn new(root: impl Into<PathBuf>, mutex_wait: Duration) -> Self {
+        Self { root: root.into(), mutex_wait }
     }
 
     /// The root directory.
@@ -69,12 +72,13 @@ impl DirStore {
     }
 
     /// The scopes of environment `env` with their `latest.json` text (or `null`), sorted by scope:
-    /// `[{scope, text}]`, as the core's ownership operations take them (`others`).
+    /// `[{scope, text}]`, as the core's ownership operations take them (`others`). The core says which
+    /// directories are cells (`list-cells`: no second spelling of a scope, never `_locks`).
     pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
-        let path = core.invoke("cell-path", &json!({ "env": env, "scope": "x" }))?;
-        let env_dir = path["dir"].as_str().and_then(|d| d.split('/').next()).unwrap_or(env).to_owned();
-        let dir = self.root.join(env_dir);
-        let mut dirs: Vec<String> = match std::fs::read_dir(&dir) {
+        let probe = core.invoke("list-cells", &json!({ "env": env, "spelling": "dir", "names": [] }))?;
+        let segment = probe["segment"].as_str().ok_or_else(|| HostError::internal("list-cells answered without `segment`"))?;
+        let dir = self.root.join(segment);
+        let names: Vec<String> = match std::fs::read_dir(&dir) {
             Ok(entries) => entries
                 .filter_map(Result::ok)
                 .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
@@ -83,16 +87,18 @@ impl DirStore {
             Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(HostError::io(format!("cannot list {}", dir.display()), &e)),
         };
-        dirs.sort();
-        let names = core.invoke("scope-names", &json!({ "dirs": dirs }))?;
+        let listed = core.invoke("list-cells", &json!({ "env": env, "spelling": "dir", "names": names }))?;
         let mut out = Vec::new();
-        for (d, name) in dirs.iter().zip(names["scopes"].as_array().cloned().unwrap_or_default()) {
-            let Some(scope) = name.as_str() else { continue };
-            let text =
-                std::fs::read(dir.join(d).join("latest.json")).ok().map(|b| String::from_utf8_lossy(&b).into_owned());
+        for cell in listed["cells"].as_array().into_iter().flatten() {
+            let (Some(name), Some(scope)) = (cell["name"].as_str(), cell["scope"].as_str()) else { continue };
+            let path = dir.join(name).join("latest.json");
+            let text = match std::fs::read(&path) {
+                Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
+                Err(e) if e.kind() == ErrorKind::NotFound => None,
+                Err(e) => return Err(HostError::io(format!("cannot read {}", path.display()), &e)),
+            };
             out.push(json!({ "scope": scope, "text": text }));
         }
-        out.sort_by(|a, b| a["scope"].as_str().cmp(&b["scope"].as_str()));
         Ok(out)
     }
 
@@ -129,7 +135,7 @@ impl DirStore {
             .map_err(|e| HostError::io(format!("cannot create {}", dir.display()), &e))?;
         let faults = super::faults::faults();
         let _mutex =
-            if faults.unsafe_no_mutex() { None } else { Some(CellMutex::take(&dir.join("lock.mutex"), env, scope)?) };
+            if faults.unsafe_no_mutex() { None } else { Some(CellMutex::take(&dir.join("lock.mutex"), env, scope, self.mutex_wait)?) };
         let cell = self.load(core, &dir, env, scope)?;
         // Test-only (BATON_TEST_JOURNAL): the cell's history, see `faults`.
         let journal = if faults.journaling() {

@@ -14,6 +14,8 @@
 
 mod repo;
 
+pub use repo::GitEnv;
+
 use crate::engine::CoreComponent;
 use crate::error::HostError;
 use repo::Repo;
@@ -42,6 +44,7 @@ struct Inner {
     remote: String,
     prefix: String,
     budget_ms: u64,
+    git_env: GitEnv,
     repo: Option<Repo>,
     /// The last known tip of each cell ref (`None`: known absent). Missing: fetch first.
     tips: HashMap<String, Option<String>>,
@@ -59,12 +62,13 @@ struct CellRef {
 
 impl GitStore {
     /// A store on `remote` with refs under `prefix` and `budget_ms` per operation; `label` is the remote
-    /// without credentials.
-    pub fn new(remote: &str, prefix: &str, budget_ms: u64, label: &str) -> Self {
+    /// without credentials; every `git` it runs gets `git_env` (the core's `git-env`).
+    pub fn new(remote: &str, prefix: &str, budget_ms: u64, label: &str, git_env: GitEnv) -> Self {
         let inner = Inner {
             remote: remote.to_owned(),
             prefix: prefix.trim_matches('/').to_owned(),
             budget_ms,
+            git_env,
             repo: None,
             tips: HashMap::new(),
             unpushed: None,
@@ -166,7 +170,7 @@ impl Inner {
             if self.remote.starts_with('-') {
                 return Err(HostError::usage("a git store remote cannot start with `-`"));
             }
-            self.repo = Some(Repo::create(&self.remote, &repo::inherited_auth_config())?);
+            self.repo = Some(Repo::create(&self.remote, &repo::inherited_auth_config(), self.git_env.clone())?);
         }
         Ok(self.repo.as_ref().expect("created above"))
     }
@@ -286,8 +290,8 @@ impl Inner {
     }
 
     fn list(&mut self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
-        let probe = core.invoke("cell-path", &json!({ "env": env, "scope": "x" }))?;
-        let env_seg = probe["ref"].as_str().and_then(|r| r.split('/').next()).unwrap_or(env).to_owned();
+        let probe = core.invoke("list-cells", &json!({ "env": env, "spelling": "ref", "names": [] }))?;
+        let env_seg = probe["segment"].as_str().ok_or_else(|| HostError::internal("list-cells answered without `segment`"))?;
         let base = format!("refs/heads/{}/{env_seg}/", self.prefix);
         let remote = self.remote.clone();
         let mut attempt = 0;
@@ -301,11 +305,19 @@ impl Inner {
                 .iter()
                 .filter_map(|(_, name)| name.strip_prefix(&base).filter(|s| !s.contains('/')).map(str::to_owned))
                 .collect();
-            if segs.is_empty() {
+            // The core says which refs are cells (no second spelling of a scope, never `_locks`).
+            let cells = core.invoke("list-cells", &json!({ "env": env, "spelling": "ref", "names": segs }))?;
+            let found: Vec<(String, String, String)> = cells["cells"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| Some((c["name"].as_str()?.to_owned(), c["scope"].as_str()?.to_owned(), c["dir"].as_str()?.to_owned())))
+                .collect();
+            if found.is_empty() {
                 return Ok(Vec::new());
             }
             let specs: Vec<String> =
-                segs.iter().enumerate().map(|(i, s)| format!("+{base}{s}:refs/baton-list/{i}")).collect();
+                found.iter().enumerate().map(|(i, (seg, _, _))| format!("+{base}{seg}:refs/baton-list/{i}")).collect();
             let ran = self.repo()?.fetch(&remote, &specs)?;
             if !ran.ok {
                 if ran.stderr.contains("couldn't find remote ref") && attempt < 3 {
@@ -313,25 +325,16 @@ impl Inner {
                 }
                 return Err(read_error(core, &remote, &base, &ran));
             }
-            let names = core.invoke("scope-names", &json!({ "dirs": segs }))?;
-            let mut found = Vec::new();
-            for (i, name) in names["scopes"].as_array().cloned().unwrap_or_default().iter().enumerate() {
-                let Some(scope) = name.as_str() else { continue };
-                let Ok(path) = core.invoke("cell-path", &json!({ "env": env, "scope": scope })) else { continue };
-                let dir = path["dir"].as_str().unwrap_or_default().to_owned();
-                found.push((scope.to_owned(), format!("refs/baton-list/{i}:{dir}/latest.json")));
-            }
-            let specs: Vec<String> = found.iter().map(|(_, s)| s.clone()).collect();
+            let specs: Vec<String> =
+                found.iter().enumerate().map(|(i, (_, _, dir))| format!("refs/baton-list/{i}:{dir}/latest.json")).collect();
             let texts = self.repo()?.cat(&specs)?;
-            let mut out: Vec<Value> = found
+            return Ok(found
                 .into_iter()
                 .zip(texts)
-                .map(|((scope, _), text)| {
+                .map(|((_, scope, _), text)| {
                     json!({ "scope": scope, "text": text.map(|b| String::from_utf8_lossy(&b).into_owned()) })
                 })
-                .collect();
-            out.sort_by(|a, b| a["scope"].as_str().cmp(&b["scope"].as_str()));
-            return Ok(out);
+                .collect());
         }
     }
 }

@@ -10,7 +10,7 @@ pub mod git;
 pub mod mutex;
 
 pub use dir::DirStore;
-pub use git::GitStore;
+pub use git::{GitEnv, GitStore};
 
 use crate::engine::CoreComponent;
 use crate::error::HostError;
@@ -56,7 +56,7 @@ impl Store {
             Self::Dir(s) => s.transact(core, env, scope, decide),
             Self::Git(s) => s.transact(core, env, scope, decide),
         };
-        faults::faults().reply(answer)
+        faults::faults().reply(answer.map_err(|e| e.classified(core)))
     }
 
     /// A read-only look at the cell `env/scope`.
@@ -71,6 +71,7 @@ impl Store {
             Self::Dir(s) => s.read(core, env, scope, decide),
             Self::Git(s) => s.read(core, env, scope, decide),
         }
+        .map_err(|e| e.classified(core))
     }
 
     /// The scopes of `env` with their `latest.json` text: `[{scope, text}]`, sorted by scope.
@@ -79,6 +80,7 @@ impl Store {
             Self::Dir(s) => s.list(core, env),
             Self::Git(s) => s.list(core, env),
         }
+        .map_err(|e| e.classified(core))
     }
 
     /// The text of one file of the cell (e.g. a run's receipt), if it exists.
@@ -93,5 +95,6 @@ impl Store {
             Self::Dir(s) => s.read_file(core, env, scope, file),
             Self::Git(s) => s.read_file(core, env, scope, file),
         }
+        .map_err(|e| e.classified(core))
     }
 }

@@ -11,14 +11,6 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// How long a transaction waits for the mutex before giving up with `STORE_CONTENDED`.
-pub fn wait_bound() -> Duration {
-    std::env::var("BATON_MUTEX_WAIT_MS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map_or(Duration::from_secs(30), Duration::from_millis)
-}
-
 /// A held cell mutex; released on drop if its content is still ours.
 pub struct CellMutex {
     path: PathBuf,
@@ -26,9 +18,9 @@ pub struct CellMutex {
 }
 
 impl CellMutex {
-    /// Takes the mutex at `path` (the cell's `lock.mutex`), waiting while a live process holds it.
-    /// `label` (`env/scope`) names the cell in the timeout error.
-    pub fn take(path: &Path, env: &str, scope: &str) -> Result<Self, HostError> {
+    /// Takes the mutex at `path` (the cell's `lock.mutex`), waiting up to `bound` while a live process
+    /// holds it (then `STORE_CONTENDED`). `env/scope` names the cell in the timeout error.
+    pub fn take(path: &Path, env: &str, scope: &str, bound: Duration) -> Result<Self, HostError> {
         let token = random_hex(8);
         let pid = std::process::id();
         let content =
@@ -42,7 +34,6 @@ impl CellMutex {
             .and_then(|mut f| std::io::Write::write_all(&mut f, content.as_bytes()));
         written.map_err(|e| HostError::io(format!("cannot write {}", tmp.display()), &e))?;
         let started = Instant::now();
-        let bound = wait_bound();
         let mut spins = 0u32;
         let result = loop {
             match std::fs::hard_link(&tmp, path) {

@@ -40,14 +40,38 @@ pub(super) struct Ran {
     pub(super) stderr: String,
 }
 
+/// The environment of every `git` a store runs, as the core's `git-env` operation gives it: the variables
+/// to remove (those that point git at the caller's repository) and the ones to set.
+#[derive(Clone, Debug, Default)]
+pub struct GitEnv {
+    /// Removed from the inherited environment.
+    pub remove: Vec<String>,
+    /// Set, in order.
+    pub set: Vec<(String, String)>,
+}
+
+impl GitEnv {
+    /// Asks the core (`git-env`).
+    pub fn from_core(core: &mut crate::engine::CoreComponent) -> Result<Self, HostError> {
+        let answer = core.invoke("git-env", &serde_json::json!({}))?;
+        let strings = |v: &serde_json::Value| -> Vec<String> {
+            v.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect()
+        };
+        let set = answer["set"].as_object().into_iter().flatten();
+        let set = set.filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect();
+        Ok(Self { remove: strings(&answer["remove"]), set })
+    }
+}
+
 /// A bare working clone owned by one store instance.
 pub(super) struct Repo {
     dir: PathBuf,
+    env: GitEnv,
 }
 
 impl Repo {
     /// Creates a fresh clone directory `baton-git-<hash of remote>-<random>` (mode 0700) under the temp dir.
-    pub(super) fn create(remote: &str, extra_config: &str) -> Result<Self, HostError> {
+    pub(super) fn create(remote: &str, extra_config: &str, env: GitEnv) -> Result<Self, HostError> {
         use std::os::unix::fs::DirBuilderExt;
         let base = std::env::temp_dir();
         let hash = fnv(remote.as_bytes());
@@ -63,7 +87,7 @@ impl Repo {
             }
         };
         register(&dir);
-        let repo = Self { dir };
+        let repo = Self { dir, env };
         let ran = repo.run(&["init", "-q", "--bare"], None)?;
         if !ran.ok {
             return Err(HostError::internal(format!("git init failed: {}", ran.stderr.trim())));
@@ -88,15 +112,14 @@ impl Repo {
             .arg("--git-dir")
             .arg(&self.dir)
             .args(args)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("LC_ALL", "C")
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE", "GIT_PREFIX"]
-        {
+        // The core's `git-env`: nothing of the caller's repository, no prompt, untranslated messages.
+        for var in &self.env.remove {
             cmd.env_remove(var);
         }
+        cmd.envs(self.env.set.iter().map(|(k, v)| (k, v)));
         let mut child = cmd.spawn().map_err(|e| HostError::io("cannot run git (is it installed?)", &e))?;
         let writer = match (stdin, child.stdin.take()) {
             (Some(bytes), Some(mut pipe)) => Some(std::thread::spawn(move || {
