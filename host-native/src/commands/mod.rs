@@ -32,7 +32,14 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Re
         "ci": ci,
         "origin": origin,
     });
-    let answer = core.invoke("store-spec", &request)?;
+    open_spec(core, &request)
+}
+
+/// Opens the store the core's `store-spec` chooses for `request` (its format: `{spec?, repoRoot?, cwd,
+/// prefix?, budgetMs?, mutexWaitMs?, run?, ci?, origin?}`, every variable as given): what [`open_store`]
+/// does once it has gathered the request, and what the store corpus opens its handles with.
+pub fn open_spec(core: &mut CoreComponent, request: &serde_json::Value) -> Result<Store, HostError> {
+    let answer = core.invoke("store-spec", request)?;
     if let Some(notice) = answer["notice"].as_str() {
         crate::output::note(notice);
     }

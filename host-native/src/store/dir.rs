@@ -76,7 +76,8 @@ impl DirStore {
     /// directories are cells (`list-cells`: no second spelling of a scope, never `_locks`).
     pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
         let probe = core.invoke("list-cells", &json!({ "env": env, "spelling": "dir", "names": [] }))?;
-        let segment = probe["segment"].as_str().ok_or_else(|| HostError::internal("list-cells answered without `segment`"))?;
+        let segment =
+            probe["segment"].as_str().ok_or_else(|| HostError::internal("list-cells answered without `segment`"))?;
         let dir = self.root.join(segment);
         let names: Vec<String> = match std::fs::read_dir(&dir) {
             Ok(entries) => entries
@@ -134,8 +135,11 @@ impl DirStore {
             .create(&dir)
             .map_err(|e| HostError::io(format!("cannot create {}", dir.display()), &e))?;
         let faults = super::faults::faults();
-        let _mutex =
-            if faults.unsafe_no_mutex() { None } else { Some(CellMutex::take(&dir.join("lock.mutex"), env, scope, self.mutex_wait)?) };
+        let _mutex = if faults.unsafe_no_mutex() {
+            None
+        } else {
+            Some(CellMutex::take(&dir.join("lock.mutex"), env, scope, self.mutex_wait)?)
+        };
         let cell = self.load(core, &dir, env, scope)?;
         // Test-only (BATON_TEST_JOURNAL): the cell's history, see `faults`.
         let journal = if faults.journaling() {

@@ -291,7 +291,8 @@ impl Inner {
 
     fn list(&mut self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
         let probe = core.invoke("list-cells", &json!({ "env": env, "spelling": "ref", "names": [] }))?;
-        let env_seg = probe["segment"].as_str().ok_or_else(|| HostError::internal("list-cells answered without `segment`"))?;
+        let env_seg =
+            probe["segment"].as_str().ok_or_else(|| HostError::internal("list-cells answered without `segment`"))?;
         let base = format!("refs/heads/{}/{env_seg}/", self.prefix);
         let remote = self.remote.clone();
         let mut attempt = 0;
@@ -311,7 +312,13 @@ impl Inner {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .filter_map(|c| Some((c["name"].as_str()?.to_owned(), c["scope"].as_str()?.to_owned(), c["dir"].as_str()?.to_owned())))
+                .filter_map(|c| {
+                    Some((
+                        c["name"].as_str()?.to_owned(),
+                        c["scope"].as_str()?.to_owned(),
+                        c["dir"].as_str()?.to_owned(),
+                    ))
+                })
                 .collect();
             if found.is_empty() {
                 return Ok(Vec::new());
@@ -325,8 +332,11 @@ impl Inner {
                 }
                 return Err(read_error(core, &remote, &base, &ran));
             }
-            let specs: Vec<String> =
-                found.iter().enumerate().map(|(i, (_, _, dir))| format!("refs/baton-list/{i}:{dir}/latest.json")).collect();
+            let specs: Vec<String> = found
+                .iter()
+                .enumerate()
+                .map(|(i, (_, _, dir))| format!("refs/baton-list/{i}:{dir}/latest.json"))
+                .collect();
             let texts = self.repo()?.cat(&specs)?;
             return Ok(found
                 .into_iter()
