@@ -145,7 +145,7 @@ fn usage_errors_exit_2_with_an_envelope() {
 
 #[test]
 fn eight_processes_race_to_take_over_an_expired_lock_and_exactly_one_wins() {
-    // (The race on a fresh scope runs against every store in the store conformance suite.)
+    // (The race on a fresh scope runs against every store in the store corpus, `store_corpus.rs`.)
     let t = TempDir::new("race");
     let s = t.store();
     let (code, _) =
