@@ -12,16 +12,6 @@ pub struct HostError {
     pub message: String,
     /// Structured facts for the JSON envelope.
     pub details: Map<String, Value>,
-    /// The facts of an I/O failure the core has not classified yet (see [`HostError::io`]).
-    io: Option<IoFacts>,
-}
-
-/// What the core's `io-error` operation needs to classify an I/O failure.
-#[derive(Clone, Debug, PartialEq)]
-struct IoFacts {
-    errno: Option<&'static str>,
-    what: String,
-    detail: String,
 }
 
 /// The POSIX name of an OS error number, for the core (a conversion of the number, not a decision).
@@ -60,7 +50,7 @@ fn errno_name(errno: i32) -> Option<&'static str> {
 impl HostError {
     /// A failure with `code` and `message`.
     pub fn new(code: &str, message: impl Into<String>) -> Self {
-        Self { code: code.to_owned(), message: message.into(), details: Map::new(), io: None }
+        Self { code: code.to_owned(), message: message.into(), details: Map::new() }
     }
 
     /// `USAGE`: bad flags or arguments.
@@ -73,29 +63,30 @@ impl HostError {
         Self::new("INTERNAL", message)
     }
 
-    /// An I/O failure on `what` with the OS error. Its code and message are decided by the core (operation
-    /// `io-error`: access denied or a read-only file system is `STORE_PERMISSION`, a full disk or quota
-    /// `STORE_REJECTED`, a file where a directory should be `USAGE`, anything else `INTERNAL`), which needs
-    /// a core: until [`Self::classified`] runs, the error is `INTERNAL` with the OS's words. The stores
-    /// classify what they return, and so does the output of every command.
+    /// An I/O failure on `what` with the OS error, with the error's POSIX name as detail `errno`. Its code
+    /// and message are decided by the core (operation `io-error`: access denied or a read-only file system
+    /// is `STORE_PERMISSION`, a full disk or quota `STORE_REJECTED`, a file where a directory should be
+    /// `USAGE`, anything else `INTERNAL`), which needs a core: until [`Self::classified`] runs, the error is
+    /// `INTERNAL` with the OS's words. The stores classify what they return, and so does every command's
+    /// output.
     pub fn io(what: impl fmt::Display, e: &std::io::Error) -> Self {
-        let errno = e.raw_os_error().and_then(errno_name);
-        let what = what.to_string();
-        let detail = e.to_string();
-        let mut err = Self::new("INTERNAL", format!("{what}: {detail}."));
-        if let Some(name) = errno {
-            err = err.with("errno", name);
+        let err = Self::new("INTERNAL", format!("{what}: {e}."));
+        match e.raw_os_error().and_then(errno_name) {
+            Some(name) => err.with("errno", name),
+            None => err,
         }
-        err.io = Some(IoFacts { errno, what, detail });
-        err
     }
 
-    /// This error with the code and message the core gives an I/O failure (see [`Self::io`]); any other
-    /// error, or one already classified, is returned as it is. A core that cannot answer leaves it too.
+    /// This error with the code and message the core gives an I/O failure: an `INTERNAL` error with an
+    /// `errno` detail (see [`Self::io`]) is asked about; anything else, or a core that cannot answer, leaves
+    /// it as it is. Classifying twice changes nothing.
     #[must_use]
     pub fn classified(mut self, core: &mut crate::engine::CoreComponent) -> Self {
-        let Some(facts) = self.io.take() else { return self };
-        let request = serde_json::json!({ "errno": facts.errno, "what": facts.what, "detail": facts.detail });
+        let Some(errno) = self.details.get("errno").and_then(Value::as_str).filter(|_| self.code == "INTERNAL") else {
+            return self;
+        };
+        let what = self.message.trim_end_matches('.');
+        let request = serde_json::json!({ "errno": errno, "what": what, "detail": "" });
         if let Ok(answer) = core.invoke("io-error", &request)
             && let (Some(code), Some(message)) = (answer["code"].as_str(), answer["message"].as_str())
         {
@@ -117,7 +108,7 @@ impl HostError {
         let code = obj.remove("code").and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| "INTERNAL".into());
         let message = obj.remove("message").and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
         obj.remove("hint");
-        Self { code, message, details: obj, io: None }
+        Self { code, message, details: obj }
     }
 
     /// The error object as the core's `render` operation takes it.

@@ -497,3 +497,34 @@ fn cli_journey(name: &str, b: Baton<'_>, cwd: &Path, store: &str) {
     // Exactly one of 8 simultaneous processes wins a fresh scope; the others see the winner (LOCK_HELD).
     common::race_for_lock(cwd, store, "pr-5", 8, name);
 }
+
+/// Every class of I/O failure gets the core's code and message (`io-error`) through `HostError::io`, the
+/// one place the native host turns an OS error into an error: the same text as the core's answer, which
+/// Node's stores raise too (`tests/scenarios/io-error.json` pins the texts).
+#[test]
+fn io_failures_are_classified_by_the_core() {
+    let mut core = CoreComponent::load().unwrap();
+    for (errno, name, code) in [
+        (libc::EACCES, "EACCES", "STORE_PERMISSION"),
+        (libc::EPERM, "EPERM", "STORE_PERMISSION"),
+        (libc::EROFS, "EROFS", "STORE_PERMISSION"),
+        (libc::ENOSPC, "ENOSPC", "STORE_REJECTED"),
+        (libc::EDQUOT, "EDQUOT", "STORE_REJECTED"),
+        (libc::ENOTDIR, "ENOTDIR", "USAGE"),
+        (libc::EIO, "EIO", "INTERNAL"),
+    ] {
+        let e = std::io::Error::from_raw_os_error(errno);
+        let raw = HostError::io("cannot write /s/lock.json", &e);
+        assert_eq!((raw.code.as_str(), raw.details["errno"].as_str()), ("INTERNAL", Some(name)));
+        let err = raw.classified(&mut core);
+        let want = core.invoke(
+            "io-error",
+            &json!({ "errno": name, "what": "cannot write /s/lock.json", "detail": e.to_string() }),
+        );
+        let want = want.unwrap();
+        assert_eq!((err.code.as_str(), Some(err.message.as_str())), (code, want["message"].as_str()), "{name}");
+        assert_eq!(err.clone().classified(&mut core), err, "classifying twice changes nothing");
+    }
+    let other = HostError::usage("not an I/O failure").with("errno", "EROFS");
+    assert_eq!(other.clone().classified(&mut core), other);
+}

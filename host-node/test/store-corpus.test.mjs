@@ -238,3 +238,51 @@ test('the Node git store keeps the store contract over git daemon', async (t) =>
     await daemon.stop();
   }
 });
+
+test('the Node dir store raises I/O failures as the core classifies them', async () => {
+  const { transact } = require('../js/dir-store.cjs');
+  const root = mkdtempSync(path.join(base, 'errno-'));
+  for (const [errno, code] of [
+    ['EACCES', 'STORE_PERMISSION'],
+    ['EPERM', 'STORE_PERMISSION'],
+    ['EROFS', 'STORE_PERMISSION'],
+    ['ENOSPC', 'STORE_REJECTED'],
+    ['EDQUOT', 'STORE_REJECTED'],
+    ['ENOTDIR', 'USAGE'],
+    ['EIO', 'INTERNAL'],
+  ]) {
+    const detail = `${errno}: failed, open '/s/lock.json'`;
+    const failing = () => {
+      throw Object.assign(new Error(detail), { code: errno, path: '/s/lock.json' });
+    };
+    const e = await transact(root, { env: 'preview', scope: 'pr-1' }, failing).then(() => assert.fail('resolved'), (err) => err);
+    const want = call('io-error', { errno, what: 'The dir store failed', detail });
+    assert.deepEqual([e.code, e.message, e.details.errno], [code, want.message, errno]);
+  }
+});
+
+test('the Node git store runs git without the caller repository variables the core names', async () => {
+  const { gitEnv } = require('../js/git-run.cjs');
+  const { remove, set } = call('git-env', {});
+  const saved = { ...process.env };
+  Object.assign(process.env, Object.fromEntries(remove.map((n) => [n, `/nonexistent/${n}`])), { LC_ALL: 'fr_FR.UTF-8' });
+  try {
+    const env = gitEnv();
+    for (const name of remove) assert.equal(env[name], undefined, name);
+    for (const [k, v] of Object.entries(set)) assert.equal(env[k], v, k);
+    // And a store works from such an environment (a script run by a git hook, or in a worktree).
+    const remote = path.join(mkdtempSync(path.join(base, 'scrub-')), 'remote.git');
+    const { execFileSync } = await import('node:child_process');
+    execFileSync('git', ['init', '-q', '--bare', remote], { env: saved });
+    const store = openStore(`git:file://${remote}`, { cwd: base });
+    try {
+      const { lock } = await store.acquireLock({ env: 'preview', scope: 'scrub', holder: 'a', ttlMs: 60_000 });
+      assert.equal(lock.holder, 'a');
+    } finally {
+      await store.close();
+    }
+  } finally {
+    for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+    Object.assign(process.env, saved);
+  }
+});

@@ -7,8 +7,7 @@ use crate::error::ErrorCode;
 /// The fix-it text for access denied or a read-only file system.
 const PERMISSION_FIX: &str = "The store must be readable and writable by this user: fix its permissions or mount, or choose another store (--store or BATON_STORE). Nothing was changed.";
 /// The fix-it text for a full disk or an exhausted quota.
-const FULL_FIX: &str =
-    "The store's file system is full: free space there and re-run. No file was replaced; the previous content is intact.";
+const FULL_FIX: &str = "The store's file system is full: free space there and re-run. No file was replaced; the previous content is intact.";
 /// The fix-it text for a file where a directory should be.
 const NOT_DIR_FIX: &str = "A path inside the store is a file, not a directory: point the store (--store or BATON_STORE) at a directory, or move the file away.";
 

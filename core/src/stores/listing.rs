@@ -84,7 +84,12 @@ mod tests {
         let listed: Vec<(&str, &str)> = refs.iter().map(|c| (c.name.as_str(), c.dir.as_str())).collect();
         assert_eq!(
             listed,
-            vec![("=2e68", "preview/=2e68"), ("pr-1", "preview/pr-1"), ("pr-2", "preview/pr-2"), ("=782e6c6f636b", "preview/x.lock")]
+            vec![
+                ("=2e68", "preview/=2e68"),
+                ("pr-1", "preview/pr-1"),
+                ("pr-2", "preview/pr-2"),
+                ("=782e6c6f636b", "preview/x.lock")
+            ]
         );
         assert_eq!(list_cells("..", Spelling::Ref, &[]).unwrap().0, "=2e2e");
         assert_eq!(list_cells("a/b", Spelling::Dir, &[]).unwrap_err().code, crate::ErrorCode::Usage);
