@@ -99,7 +99,9 @@ async function applyChanges(cellDir, changes) {
 /**
  * One transaction on the cell `env/scope` of the store at `root`: take the cell mutex, load the snapshot,
  * read the clock, ask `decide(cell, nowMs)` (a core call), commit the answer's `changes`, release the mutex
- * on every path. Returns the answer. Every cell operation, fenced writes included, goes through here.
+ * on every path. Returns the answer. Every cell operation, fenced writes included, goes through here. On a
+ * cell that does not exist, `decide` is first asked about the empty cell: an answer that writes nothing is
+ * returned without creating anything.
  * @param {string} root
  * @param {{env: string, scope: string, waitMs?: number}} target
  * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
@@ -108,6 +110,14 @@ async function transact(root, { env, scope, waitMs }, decide) {
   const cellDir = path.join(root, call('cell-path', { env, scope }).dir);
   let mutex;
   try {
+    // A cell that does not exist is created only by a decision that writes to it: one that changes nothing
+    // there (a refusal, a release of nothing) is answered on the empty cell, as it was when it was looked
+    // at, and leaves no empty directory behind for `list` to show (a git store pushes nothing).
+    const absent = await fs.lstat(cellDir).then(() => false, (e) => e.code === 'ENOENT');
+    if (absent) {
+      const answer = decide({ env, scope, files: {} }, Date.now());
+      if (!(Array.isArray(answer.changes) && answer.changes.length > 0)) return answer;
+    }
     await mkdirOwnerOnly(cellDir);
     if (!faults.unsafeNoMutex) mutex = await takeMutex(cellDir, { env, scope, waitMs });
     const cell = { env, scope, files: await loadFiles(cellDir) };

@@ -119,7 +119,8 @@ impl DirStore {
 
     /// Runs one transaction on the cell `env/scope`: takes the cell mutex, loads the snapshot, reads the
     /// clock, asks `decide` (which calls the core) and commits the `changes` of its answer before releasing
-    /// the mutex. A refusal from `decide` commits nothing.
+    /// the mutex. A refusal from `decide` commits nothing. On a cell that does not exist, `decide` is first
+    /// asked about the empty cell: an answer that writes nothing is returned without creating anything.
     pub fn transact(
         &self,
         core: &mut CoreComponent,
@@ -128,6 +129,16 @@ impl DirStore {
         mut decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
         let dir = self.cell_dir(core, env, scope)?;
+        // A cell that does not exist is created only by a decision that writes to it: one that changes
+        // nothing there (a refusal, a release of nothing) is answered on the empty cell, as it was when it
+        // was looked at, and leaves no empty directory behind for `list` to show (a git store pushes nothing).
+        if std::fs::symlink_metadata(&dir).is_err_and(|e| e.kind() == ErrorKind::NotFound) {
+            let answer = decide(core, json!({ "env": env, "scope": scope, "files": {} }), now_ms());
+            let writes = answer.as_ref().is_ok_and(|a| a["changes"].as_array().is_some_and(|c| !c.is_empty()));
+            if !writes {
+                return answer;
+            }
+        }
         // Owner only (0700), like every file in it (0600): receipts name what a scope owns.
         std::fs::DirBuilder::new()
             .recursive(true)
