@@ -198,6 +198,16 @@ export interface FencedWriteRequest extends CellRef {
   content: string;
 }
 
+/** One change of a cell file, as the core answers it. */
+export type CellChange = { op: 'write'; file: string; content: string } | { op: 'delete'; file: string };
+
+/** A cell as a store loaded it: its state files (`lock.json`, `epoch.json`, `latest.json`) that exist. */
+export interface CellSnapshot {
+  env: string;
+  scope: string;
+  files: Record<string, string>;
+}
+
 /** What a lease needs of a store: its generic transaction. A wrapper overriding only this is a valid store. */
 export interface TransactionalStore {
   /**
@@ -244,12 +254,20 @@ export interface CellStore extends OwnershipStore {
   fencedWrite(request: FencedWriteRequest): Promise<{ lock: Lock }>;
   /**
    * The scopes of environment `env` that have a cell here, sorted by scope, each with its `latest.json`
-   * text or null. Names are decoded by the core (`=hex`); `_locks` and names that are not scopes are
-   * skipped.
+   * text or null. The core says which entries are cells (`list-cells`): `=hex` names decoded, names that
+   * are not scopes, second spellings of a scope and `_locks` skipped.
    */
   list(env: string): Promise<ListedScope[]>;
   /** A read-only operation on the cell: nothing is written (an answer with changes is refused). */
   read(cell: CellRef, op: CellOperation, request: Record<string, unknown>): Promise<Record<string, any>>;
+  /**
+   * The primitive under `transact`: one transaction whose decision is `decide(cell, nowMs)` (an answer with
+   * optional `changes`, or a thrown refusal), committed only on the snapshot it was made on. For the store
+   * corpus and operations of one's own; the lock methods and `transact` cover everything else.
+   */
+  transactWith<T extends { changes?: CellChange[] }>(cell: CellRef, decide: (snapshot: CellSnapshot, nowMs: number) => T): Promise<T>;
+  /** `read` with the decision `decide(cell, nowMs)`; an answer with changes is refused. */
+  readWith<T>(cell: CellRef, decide: (snapshot: CellSnapshot, nowMs: number) => T): Promise<T>;
   /** Frees what the store holds (a git store's working clone); the store stays usable. */
   close(): Promise<void>;
 }

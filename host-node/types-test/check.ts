@@ -75,6 +75,9 @@ async function use(): Promise<void> {
   const old: Lock | null = grant.preempted;
   const renewed: Lock = (await store.renewLock({ ...cell, holder: 'run-1', epoch, ttlMs: 60_000 })).lock;
   const view: LockView | null = await store.readLock(cell);
+  const raw = await store.transactWith(cell, (snapshot, nowMs) => ({ changes: [], seen: Object.keys(snapshot.files).length + nowMs }));
+  const seen: number = raw.seen;
+  const files: Record<string, string> = await store.readWith(cell, (snapshot) => snapshot.files);
   const expired: boolean | undefined = view?.expired;
   const remaining: number | undefined = view?.expiresInMs;
   const release: Release = await store.releaseLock({ ...cell, holder: 'run-1', epoch });
