@@ -26,6 +26,9 @@ use std::time::Duration;
 struct Handle {
     core: CoreComponent,
     store: Store,
+    /// The control only: commit on the snapshot this handle loaded last, as a store without
+    /// compare-and-swap would (`env/scope` -> files).
+    stale: Option<BTreeMap<String, Value>>,
 }
 
 /// One case being run on one backend.
@@ -36,6 +39,8 @@ struct Case<'a> {
     core: CoreComponent,
     handles: BTreeMap<String, Handle>,
     versions: BTreeMap<String, String>,
+    /// The control: every handle commits without compare-and-swap.
+    sabotaged: bool,
     env: String,
     scope: String,
 }
@@ -105,7 +110,7 @@ impl Case<'_> {
         let mut core = CoreComponent::load()?;
         let request = json!({ "spec": self.at.spec, "cwd": self.cwd.display().to_string(), "mutexWaitMs": wait });
         let store = baton_native::commands::open_spec(&mut core, &request)?;
-        Ok(Handle { core, store })
+        Ok(Handle { core, store, stale: self.sabotaged.then(BTreeMap::new) })
     }
 
     fn handle(&mut self, name: &str) -> &mut Handle {
@@ -148,7 +153,12 @@ impl Case<'_> {
             "load" => {
                 let h = self.handle(&name);
                 match h.store.read(&mut h.core, &env, &scope, |_, cell, _| Ok(cell["files"].clone())) {
-                    Ok(files) => return self.check_load(step, &files),
+                    Ok(files) => {
+                        if let Some(stale) = &mut h.stale {
+                            stale.insert(format!("{env}/{scope}"), files.clone());
+                        }
+                        return self.check_load(step, &files);
+                    }
                     Err(e) => Outcome::Failed(e),
                 }
             }
@@ -323,7 +333,9 @@ impl Case<'_> {
 /// A commit of `changes` if the snapshot is version `on` (any snapshot without `on`).
 fn commit(h: &mut Handle, env: &str, scope: &str, on: Option<&str>, changes: &Value) -> Outcome {
     let mut after = None;
+    let stale = h.stale.as_ref().and_then(|s| s.get(&format!("{env}/{scope}"))).cloned();
     let answer = h.store.transact(&mut h.core, env, scope, |_, cell, _| {
+        let cell = stale.clone().map_or(cell, |files| json!({ "files": files }));
         if on.is_some_and(|on| on != version(&cell["files"])) {
             after = None;
             return Ok(json!({ "changes": [] }));
@@ -356,37 +368,65 @@ fn op(h: &mut Handle, env: &str, scope: &str, step: &Value) -> Outcome {
     answer.map_or_else(Outcome::Failed, Outcome::Ok)
 }
 
+/// Runs one case (number `n`) on a fresh store of `kind`: its number of steps, or what did not match where.
+fn run_case(
+    kind: Kind,
+    base: &Path,
+    port: Option<u16>,
+    n: usize,
+    (file, case): &(String, Value),
+    sabotaged: bool,
+) -> Result<usize, String> {
+    let at = Location::new(kind, base, n, port);
+    let cwd = base.join(format!("cwd-{n}"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut c = Case {
+        at: &at,
+        cwd,
+        core: CoreComponent::load().unwrap(),
+        handles: BTreeMap::new(),
+        versions: BTreeMap::new(),
+        sabotaged,
+        env: case["cell"]["env"].as_str().unwrap_or("preview").to_owned(),
+        scope: case["cell"]["scope"].as_str().unwrap_or("pr-1").to_owned(),
+    };
+    let steps = case["steps"].as_array().unwrap();
+    for (i, step) in steps.iter().enumerate() {
+        c.step(step).map_err(|why| format!("{file} step {i} ({step}): {why}"))?;
+    }
+    Ok(steps.len())
+}
+
 /// Runs every case on `kind`; panics with the backend, case and step of the first mismatch.
 fn run_corpus(kind: Kind, base: &Path, port: Option<u16>) {
     let label = format!("{kind:?}");
     let (mut cases, mut steps, mut skipped) = (0, 0, Vec::new());
-    for (n, (file, case)) in corpus().into_iter().enumerate() {
-        if let Some(reason) = case["skip"][kind.family()].as_str() {
-            skipped.push(format!("{file} ({reason})"));
+    for (n, entry) in corpus().iter().enumerate() {
+        if let Some(reason) = entry.1["skip"][kind.family()].as_str() {
+            skipped.push(format!("{} ({reason})", entry.0));
             continue;
         }
-        let at = Location::new(kind, base, n, port);
-        let cwd = base.join(format!("cwd-{n}"));
-        std::fs::create_dir_all(&cwd).unwrap();
-        let mut c = Case {
-            at: &at,
-            cwd,
-            core: CoreComponent::load().unwrap(),
-            handles: BTreeMap::new(),
-            versions: BTreeMap::new(),
-            env: case["cell"]["env"].as_str().unwrap_or("preview").to_owned(),
-            scope: case["cell"]["scope"].as_str().unwrap_or("pr-1").to_owned(),
-        };
-        for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
-            if let Err(why) = c.step(step) {
-                panic!("store corpus on {label}: {file} step {i} ({step}): {why}");
-            }
-            steps += 1;
+        match run_case(kind, base, port, n, entry, false) {
+            Ok(count) => steps += count,
+            Err(why) => panic!("store corpus on {label}: {why}"),
         }
         cases += 1;
     }
     println!("store corpus, native {label}: {cases} cases, {steps} steps; skipped: {skipped:?}");
     assert!(cases >= 7, "the corpus was not found");
+}
+
+/// The control: handles that commit on the snapshot they loaded last, without compare-and-swap, fail the
+/// corpus where a stale handle must get the conflict (so a store that lost its compare-and-swap would).
+#[test]
+fn control_the_corpus_fails_a_store_without_compare_and_swap() {
+    let t = TempDir::new("corpus-control");
+    let conflicts = corpus().into_iter().find(|(f, _)| f == "conflicts.json").unwrap();
+    for kind in [Kind::Dir, Kind::GitFile] {
+        let why = run_case(kind, &t.0, None, 0, &conflicts, true).expect_err("the corpus passed a sabotaged store");
+        assert!(why.starts_with("conflicts.json step 3 "), "{kind:?}: {why}");
+        std::fs::remove_dir_all(&t.0).unwrap();
+    }
 }
 
 #[test]

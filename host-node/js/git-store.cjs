@@ -49,8 +49,15 @@ function lastLine(stderr) {
  * BatonError becomes INTERNAL (its message redacted, the original not kept: it may name the remote).
  */
 function scrub(e) {
+  const detail = redact(e && e.message ? e.message : String(e));
+  // A failed file operation (an OS error name such as EROFS) is classified by the core, as the native host does.
+  const io = e && typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) ? call('io-error', { errno: e.code, what: 'The git store failed', detail }) : null;
   const err =
-    e instanceof BatonError ? e : hostError('INTERNAL', `The git store failed: ${redact(e && e.message ? e.message : String(e))}`);
+    e instanceof BatonError
+      ? e
+      : io !== null
+        ? hostError(io.code, io.message, { errno: e.code })
+        : hostError('INTERNAL', `The git store failed: ${detail}`);
   err.message = redact(err.message);
   if (typeof err.stack === 'string') err.stack = redact(err.stack);
   if (typeof err.hint === 'string') err.hint = redact(err.hint);
@@ -360,7 +367,9 @@ class GitStore extends CellStore {
         break;
       } catch (e) {
         if (e && e.code === 'ENOENT' && tries < 3) continue;
-        throw hostError('INTERNAL', `cannot keep the receipt in ${file}: ${e && e.message}`, { path: file, errno: e && e.code });
+        const errno = e && typeof e.code === 'string' ? e.code : null;
+        const io = call('io-error', { errno, what: `cannot keep the receipt in ${file}`, detail: e && e.message ? e.message : String(e) });
+        throw hostError(io.code, io.message, { path: file, errno });
       }
     }
     return file;

@@ -85,8 +85,11 @@ function op(store, target, { op: name, input = {}, readOnly }) {
   return settle(readOnly ? store.read(target, name, input) : store.transact(target, name, input));
 }
 
-/** Runs one case on `loc`; returns the number of steps, or throws with the step that did not match. */
-async function runCase(c, loc, cwd) {
+/**
+ * Runs one case on `loc`, its handles made by `opener(spec, cwd, wait)`; returns the number of steps, or
+ * throws with the step that did not match.
+ */
+async function runCase(c, loc, cwd, opener = open) {
   const handles = new Map();
   const versions = new Map();
   const named = (v) => {
@@ -94,7 +97,7 @@ async function runCase(c, loc, cwd) {
     return versions.get(v);
   };
   const handle = (name) => {
-    if (!handles.has(name)) handles.set(name, open(loc.spec, cwd, undefined));
+    if (!handles.has(name)) handles.set(name, opener(loc.spec, cwd, undefined));
     return handles.get(name);
   };
   const cellOf = (step) => ({ env: step.env ?? c.cell?.env ?? 'preview', scope: step.scope ?? c.cell?.scope ?? 'pr-1' });
@@ -128,7 +131,7 @@ async function runCase(c, loc, cwd) {
           case 'open': {
             let r;
             try {
-              handles.set(name, open(loc.spec, cwd, step.mutexWaitMs));
+              handles.set(name, opener(loc.spec, cwd, step.mutexWaitMs));
               r = { ok: {} };
             } catch (error) {
               r = { error };
@@ -284,5 +287,42 @@ test('the Node git store runs git without the caller repository variables the co
   } finally {
     for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
     Object.assign(process.env, saved);
+  }
+});
+
+/**
+ * A store without compare-and-swap, for the control below: it decides on the snapshot it loaded last (as a
+ * store that commits "on the version it saw" without checking would) and commits whatever that decided.
+ */
+function withoutCompareAndSwap(spec, cwd, wait) {
+  const store = open(spec, cwd, wait);
+  const seen = new Map();
+  const key = ({ env, scope }) => `${env}/${scope}`;
+  const readWith = store.readWith.bind(store);
+  const transactWith = store.transactWith.bind(store);
+  store.readWith = (target, decide) =>
+    readWith(target, (cell, nowMs) => {
+      seen.set(key(target), cell);
+      return decide(cell, nowMs);
+    });
+  store.transactWith = (target, decide) => {
+    const stale = seen.get(key(target));
+    return transactWith(target, (cell, nowMs) => {
+      const answer = decide(stale ?? cell, nowMs);
+      return answer;
+    });
+  };
+  return store;
+}
+
+test('control: the corpus fails a store that commits without compare-and-swap', async () => {
+  const c = cases.find((x) => x.file === 'conflicts.json');
+  for (const kind of ['dir', 'git-file']) {
+    const dir = mkdtempSync(path.join(base, `control-${kind}-`));
+    const e = await runCase(c, location(kind, dir, 0), dir, withoutCompareAndSwap).then(
+      () => assert.fail(`${kind}: the corpus passed a store without compare-and-swap`),
+      (err) => err,
+    );
+    assert.match(e.message, /^conflicts\.json step 3 /, `${kind}: ${e.message}`);
   }
 });
