@@ -1584,7 +1584,7 @@ impl World<'_> {
                     let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
                     Ok((changes, receipt, facts))
                 }),
-                Req::Finish { succeeded } => ownership::run_finish(cell, &holder, epoch, now_ms, *succeeded, None)
+                Req::Finish { succeeded } => ownership::run_finish(cell, &holder, epoch, now_ms, *succeeded, false, None)
                     .map(|w| (w.changes, w.receipt, w.facts)),
                 Req::Handover { ledger, .. } => ownership::handover(cell, &holder, epoch, now_ms, SCOPES[PR7], ledger)
                     .map(|w| (w.changes, w.receipt, w.facts)),
