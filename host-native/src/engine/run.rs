@@ -23,6 +23,14 @@ impl CoreComponent {
         self.core.baton_core_decisions().run().call_holder(&mut self.store, r.0).map_err(wasm_error)
     }
 
+    /// The run's own cell: environment and scope.
+    pub fn run_cell(&mut self, r: &RunRef) -> Result<(String, String), HostError> {
+        let d = self.core.baton_core_decisions();
+        let env = d.run().call_env(&mut self.store, r.0).map_err(wasm_error)?;
+        let scope = d.run().call_scope(&mut self.store, r.0).map_err(wasm_error)?;
+        Ok((env, scope))
+    }
+
     /// Starts the run.
     pub fn run_start(&mut self, r: &RunRef, now: u64) -> Result<(), HostError> {
         let d = self.core.baton_core_decisions();
@@ -57,7 +65,8 @@ impl CoreComponent {
 
     /// The next action, parsed.
     pub fn run_poll_action(&mut self, r: &RunRef) -> Result<Option<Value>, HostError> {
-        let action = self.core.baton_core_decisions().run().call_poll_action(&mut self.store, r.0).map_err(wasm_error)?;
+        let action =
+            self.core.baton_core_decisions().run().call_poll_action(&mut self.store, r.0).map_err(wasm_error)?;
         action
             .map(|a| {
                 serde_json::from_str(&a).map_err(|e| HostError::internal(format!("invalid action from the core: {e}")))
