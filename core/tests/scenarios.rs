@@ -18,6 +18,14 @@ fn conformance_corpus() {
                 continue;
             }
         };
+        if runner::journey::is_journey(doc) {
+            let mut run = runner::journey::NativeRun::default();
+            let outcome = runner::journey::run(file, doc, &mut run);
+            runner::write_transcript(file, "native", &outcome.transcript);
+            steps += outcome.transcript.len();
+            failures.extend(outcome.failures);
+            continue;
+        }
         let mut lease = runner::NativeLease::default();
         let mut native = |op: &str, input: &str| {
             if op.starts_with("lease-") {

@@ -1,5 +1,6 @@
 // The Node runner of the conformance corpus (tests/scenarios/README.md): every scenario through the wasm
-// core, with the cell threaded through the steps exactly as a store would thread it.
+// core, with the cell threaded through the steps exactly as a store would thread it; run journeys through
+// the `Run` class (../test-journeys.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -7,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { invoke, BatonError } from 'baton-lease';
+import { isJourney, runJourney } from '../test-journeys.mjs';
 
 // The wasm-bindgen module itself, for the `Lease` class the lease-* steps drive.
 const wasm = createRequire(import.meta.url)('../pkg/baton_node.js');
@@ -151,7 +153,7 @@ test('the corpus is not empty', () => {
 for (const file of files) {
   test(`scenario ${file}`, () => {
     const scenario = JSON.parse(readFileSync(path.join(corpus, file), 'utf8'));
-    const transcript = runScenario(scenario);
+    const transcript = isJourney(scenario) ? runJourney(scenario, match) : runScenario(scenario);
     const out = process.env.BATON_TRANSCRIPT_DIR;
     if (out) {
       mkdirSync(out, { recursive: true });
