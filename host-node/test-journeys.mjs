@@ -55,6 +55,10 @@ function transact(op, request) {
 
 /** The host: the store (`env/scope` -> file -> content), the clock, and what it knows of the current run. */
 class Host {
+  constructor(Run) {
+    this.Run = Run;
+  }
+
   cells = new Map();
   now = 0;
   run = null;
@@ -107,7 +111,7 @@ class Host {
   create(config) {
     assert.ok(!this.run || this.done, 'a run is created while the previous one is not done');
     this.assertFinished();
-    const run = binding(() => new wasm.Run(JSON.stringify(config ?? null)));
+    const run = binding(() => new this.Run(JSON.stringify(config ?? null)));
     this.run?.free();
     this.run = run;
     if (config.object) {
@@ -234,9 +238,10 @@ class Host {
   }
 }
 
-/** `got` with null for every cell or file `want.cells` expects as null and the store does not have. */
-function withAbsentFiles(want, got) {
-  if (!want?.cells || !got?.cells) return got;
+/** A copy of `answer` with null for every cell or file `want.cells` expects as null and the store does not have. */
+function withAbsentFiles(want, answer) {
+  if (!want?.cells || !answer?.cells) return answer;
+  const got = structuredClone(answer);
   for (const [cell, files] of Object.entries(want.cells)) {
     if (files === null) got.cells[cell] ??= null;
     else if (got.cells[cell]) for (const [f, v] of Object.entries(files)) if (v === null) got.cells[cell][f] ??= null;
@@ -247,12 +252,13 @@ function withAbsentFiles(want, got) {
 /**
  * Runs a journey; returns its transcript (`[{do, ok} | {do, error}]`). Throws on the first failure:
  * a step whose answer does not `match` (the corpus's subset match), a wrong or missing error, a broken
- * guarantee, or a journey that does not end with the run done and nothing pending.
+ * guarantee, or a journey that does not end with the run done and nothing pending. `Run` is the class
+ * driven (the wasm-bindgen one; the runner's own tests pass a scripted one).
  */
-export function runJourney(doc, match) {
+export function runJourney(doc, match, Run = wasm.Run) {
   for (const k of Object.keys(doc)) assert.ok(['name', 'description', 'journey'].includes(k), `unknown key ${k}`);
   assert.ok(Array.isArray(doc.journey) && doc.journey.length > 0, '`journey` must be a non-empty array');
-  const host = new Host();
+  const host = new Host(Run);
   const transcript = [];
   try {
     doc.journey.forEach((step, i) => {

@@ -1,9 +1,9 @@
 //! Runs the conformance corpus (`tests/scenarios/*.json`) through the core component in wasmtime, and
 //! checks that its transcript equals the native core's, step for step.
 
+mod run_journeys;
 #[path = "../../core/tests/runner/mod.rs"]
 mod runner;
-mod run_journeys;
 
 use baton_native::engine::{CoreComponent, LeaseRef};
 use baton_native::error::HostError;

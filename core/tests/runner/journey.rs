@@ -153,9 +153,14 @@ pub(crate) fn run(file: &str, doc: &Value, api: &mut dyn RunApi) -> super::Outco
             (Err(StepError::Code(code)), _, want) => fail(
                 &mut out,
                 &at,
-                format!("\n  - expected {}\n  + got error {code}", want.map_or("an answer".into(), |w| format!("error {w}"))),
+                format!(
+                    "\n  - expected {}\n  + got error {code}",
+                    want.map_or("an answer".into(), |w| format!("error {w}"))
+                ),
             ),
-            (Ok(answer), _, Some(want)) => fail(&mut out, &at, format!("\n  - expected error {want}\n  + got {answer}")),
+            (Ok(answer), _, Some(want)) => {
+                fail(&mut out, &at, format!("\n  - expected error {want}\n  + got {answer}"))
+            }
             (Ok(_), None, None) => {}
         }
     }
@@ -256,7 +261,14 @@ impl Host<'_> {
 
     /// One transaction of `op` on `env/scope`: the cell and `nowMs` added to the request, the changes
     /// committed when `write`. A cell that does not exist is empty (and a read creates nothing).
-    fn transaction(&mut self, env: &str, scope: &str, op: &str, mut request: Value, write: bool) -> Result<Value, Value> {
+    fn transaction(
+        &mut self,
+        env: &str,
+        scope: &str,
+        op: &str,
+        mut request: Value,
+        write: bool,
+    ) -> Result<Value, Value> {
         let key = format!("{env}/{scope}");
         let files = self.cells.get(&key).cloned().unwrap_or_default();
         if let Some(r) = request.as_object_mut() {
@@ -326,7 +338,9 @@ impl Host<'_> {
             self.drain(actions)?;
         }
         if results.is_empty() {
-            return Err(StepError::Bad("nothing to carry out: no store or read action is pending (or all are held)".into()));
+            return Err(StepError::Bad(
+                "nothing to carry out: no store or read action is pending (or all are held)".into(),
+            ));
         }
         Ok(results)
     }
@@ -398,7 +412,9 @@ impl Host<'_> {
         let cells = self.cells.iter().map(|(key, files)| {
             let files: Map<String, Value> = files
                 .iter()
-                .map(|(f, text)| (f.clone(), serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))))
+                .map(|(f, text)| {
+                    (f.clone(), serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())))
+                })
                 .collect();
             (key.clone(), Value::Object(files))
         });
@@ -452,7 +468,9 @@ fn code(e: baton_core::CoreError) -> String {
 impl RunApi for NativeRun {
     fn transact(&mut self, op: &str, request: &Value) -> Result<Value, Value> {
         match baton_core::api::invoke(op, &request.to_string()) {
-            Ok(text) => serde_json::from_str(&text).map_err(|e| json!({ "code": "INTERNAL", "message": e.to_string() })),
+            Ok(text) => {
+                serde_json::from_str(&text).map_err(|e| json!({ "code": "INTERNAL", "message": e.to_string() }))
+            }
             Err(e) => {
                 let mut error = e.to_json();
                 if let Some(obj) = error.as_object_mut() {

@@ -50,7 +50,9 @@ pub(crate) fn write_transcript(file: &str, runner: &str, transcript: &[Value]) {
     let dir = PathBuf::from(dir);
     let stem = file.strip_suffix(".json").unwrap_or(file);
     let text = serde_json::to_string_pretty(transcript).unwrap_or_default() + "\n";
-    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join(format!("{stem}.{runner}.json")), text)) {
+    if let Err(e) =
+        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join(format!("{stem}.{runner}.json")), text))
+    {
         eprintln!("cannot write the transcript of {file} to {}: {e}", dir.display());
     }
 }
