@@ -19,7 +19,7 @@ fn conformance_corpus() {
             }
         };
         if runner::journey::is_journey(doc) {
-            let mut run = runner::journey::NativeRun::default();
+            let mut run = runner::native_run::NativeRun::default();
             let outcome = runner::journey::run(file, doc, &mut run);
             runner::write_transcript(file, "native", &outcome.transcript);
             steps += outcome.transcript.len();
@@ -87,7 +87,7 @@ fn journey_runner_reports_every_failure() {
         {"do": "outside", "cell": "no-slash", "op": "lock-read", "expect": {}},
         {"do": "start", "expect": {}},
     ]});
-    let outcome = runner::journey::run("self-test.json", &doc, &mut runner::journey::NativeRun::default());
+    let outcome = runner::journey::run("self-test.json", &doc, &mut runner::native_run::NativeRun::default());
     let steps: Vec<&str> = outcome.failures.iter().map(|f| f.split(':').next().unwrap_or("")).collect();
     assert_eq!(
         steps,

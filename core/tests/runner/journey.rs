@@ -2,11 +2,12 @@
 //! by a host that keeps an in-memory store and a virtual clock, as every real host drives it.
 //!
 //! [`run`] takes a journey and the run machine behind one binding ([`RunApi`], which also carries out that
-//! binding's core operations for the store), and returns the transcript and every failure. The host here decides nothing:
-//! it carries out the machine's store and read actions on its cell map (holding some back or failing them
-//! when the journey says so), moves the clock, and reports the work's end and signals. It also checks the
-//! guarantees a host can see: no lock released and no `done` while the work may run, no signal for work
-//! that is not running, nothing after `done`, and a journey that ends with the run done and nothing pending.
+//! binding's core operations for the store), and returns the transcript and every failure. The host here
+//! decides nothing: it carries out the machine's store and read actions on its cell map (holding some back
+//! or failing them when the journey says so), moves the clock, and reports the work's end and signals. It
+//! also checks the guarantees a host can see: no lock released and no `done` while the work may run, no
+//! signal for work that is not running, no second `start-work`, nothing after `done`, and a journey that
+//! ends with the run done and nothing pending.
 
 use super::mismatches;
 use serde_json::{Map, Value, json};
@@ -91,7 +92,8 @@ struct Host<'a> {
     done: bool,
 }
 
-/// Runs the journey `doc` of `file` through `api` and `transact`.
+/// Runs the journey `doc` of `file` through `api`. Stops at the first broken step (a malformed step or a
+/// broken guarantee); a mismatch is reported and the journey goes on.
 pub(crate) fn run(file: &str, doc: &Value, api: &mut dyn RunApi) -> super::Outcome {
     let mut out = super::Outcome::default();
     let fail = |out: &mut super::Outcome, at: &str, msg: String| out.failures.push(format!("{file} {at}: {msg}"));
@@ -449,64 +451,4 @@ fn with_absent_files(want: &Value, mut got: Value) -> Value {
         }
     }
     got
-}
-
-/// The native run machine, through the same JSON surface as the bindings (`baton_core::run::json`).
-#[derive(Default)]
-pub(crate) struct NativeRun(Option<baton_core::run::RunMachine>);
-
-impl NativeRun {
-    fn machine(&mut self) -> Result<&mut baton_core::run::RunMachine, String> {
-        self.0.as_mut().ok_or_else(|| "INTERNAL".to_owned())
-    }
-}
-
-fn code(e: baton_core::CoreError) -> String {
-    e.code.as_str().to_owned()
-}
-
-impl RunApi for NativeRun {
-    fn transact(&mut self, op: &str, request: &Value) -> Result<Value, Value> {
-        match baton_core::api::invoke(op, &request.to_string()) {
-            Ok(text) => {
-                serde_json::from_str(&text).map_err(|e| json!({ "code": "INTERNAL", "message": e.to_string() }))
-            }
-            Err(e) => {
-                let mut error = e.to_json();
-                if let Some(obj) = error.as_object_mut() {
-                    obj.remove("hint");
-                }
-                Err(error)
-            }
-        }
-    }
-    fn create(&mut self, config: &Value) -> Result<String, String> {
-        let m = baton_core::run::json::run_new(&config.to_string()).map_err(code)?;
-        let holder = m.holder().to_owned();
-        self.0 = Some(m);
-        Ok(holder)
-    }
-    fn start(&mut self, now: u64) -> Result<(), String> {
-        self.machine()?.start(now).map_err(code)
-    }
-    fn work_ended(&mut self, end: &Value, now: u64) -> Result<(), String> {
-        baton_core::run::json::run_work_ended(self.machine()?, &end.to_string(), now).map_err(code)
-    }
-    fn signal(&mut self, signal: &str, now: u64) -> Result<(), String> {
-        baton_core::run::json::run_signal(self.machine()?, signal, now).map_err(code)
-    }
-    fn timeout(&mut self, now: u64) -> Result<(), String> {
-        self.machine()?.handle_timeout(now);
-        Ok(())
-    }
-    fn store_result(&mut self, id: u64, outcome: &Value, now: u64) -> Result<(), String> {
-        baton_core::run::json::run_store_result(self.machine()?, id, &outcome.to_string(), now).map_err(code)
-    }
-    fn poll_action(&mut self) -> Result<Option<Value>, String> {
-        let text = baton_core::run::json::run_poll_action(self.machine()?);
-        text.map(|t| serde_json::from_str(&t).map_err(|_| "INTERNAL".to_owned())).transpose()
-    }
-    fn poll_timeout(&mut self) -> Result<Option<u64>, String> {
-        Ok(self.machine()?.poll_timeout())
-    }
 }

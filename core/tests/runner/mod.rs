@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 pub(crate) mod journey;
+pub(crate) mod native_run;
 
 /// The corpus directory of this repository.
 pub(crate) fn corpus_dir() -> PathBuf {
