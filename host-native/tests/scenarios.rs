@@ -118,7 +118,7 @@ fn journey_through_both(core: &mut CoreComponent, file: &str, doc: &serde_json::
         failures.push(format!("{file}: the run does not drop: {}", e.message));
     }
     runner::write_transcript(file, "component", &wasm.transcript);
-    let reference = runner::journey::run(file, doc, &mut runner::journey::NativeRun::default());
+    let reference = runner::journey::run(file, doc, &mut runner::native_run::NativeRun::default());
     if wasm.transcript != reference.transcript {
         let first = wasm.transcript.iter().zip(&reference.transcript).position(|(a, b)| a != b);
         let at = first.unwrap_or_else(|| wasm.transcript.len().min(reference.transcript.len()));
