@@ -99,6 +99,12 @@ impl RunMachine {
         })
     }
 
+    /// The predecessor scope whose receipt this run inherits from (a PR's head branch with a receipt), once
+    /// the run has begun.
+    pub fn predecessor(&self) -> Option<&str> {
+        self.predecessor.as_deref().filter(|_| self.predecessor_text.is_some())
+    }
+
     /// The holder name the run's lock is written under.
     pub fn holder(&self) -> &str {
         &self.cfg.lease.holder
@@ -170,7 +176,12 @@ impl RunMachine {
                 self.lease.release(now);
                 self.pump(now);
             }
-            Phase::Working | Phase::Held => self.begin_release(now),
+            Phase::Working | Phase::Held => {
+                if self.facts.work.is_none() {
+                    self.facts.released_early = true;
+                }
+                self.begin_release(now);
+            }
             Phase::Beginning => self.facts.given_up = true,
             Phase::Finishing | Phase::Releasing | Phase::Done => {}
         }
@@ -216,7 +227,15 @@ impl RunMachine {
                     self.work_signal(WorkSignal::Terminate);
                 }
             }
-            Phase::Beginning | Phase::Finishing | Phase::Held | Phase::Releasing | Phase::Done => {}
+            Phase::Beginning => {
+                if first {
+                    self.note(format!(
+                        "{}: the run is starting; it stops before the command starts and releases the lease",
+                        sig.name()
+                    ));
+                }
+            }
+            Phase::Finishing | Phase::Held | Phase::Releasing | Phase::Done => {}
         }
     }
 
@@ -535,6 +554,15 @@ impl RunMachine {
         if !self.cfg.job.has_receipt() {
             return self.begin_release(now);
         }
+        if let Some(lost) = self.facts.lost.clone() {
+            // Past the holder's deadline (or after the store said the lock is gone) nothing more is written:
+            // the checkpoint stays, as after a crash, and the next run continues from it (DESIGN §7.4).
+            self.note("The final receipt is not written: the lease was lost or past its deadline; the checkpoint receipt stays for the next run.".to_owned());
+            if then == Then::Hold {
+                return self.finished_with_error(lost, Phase::Held);
+            }
+            return self.begin_release(now);
+        }
         self.phase = Phase::Finishing;
         let cancelled = self.cancel.is_some();
         let request = json!({ "succeeded": succeeded, "cancelled": cancelled, "sha": self.cfg.context.sha });
@@ -556,7 +584,10 @@ impl RunMachine {
             // Refused by the fence: the lease was taken (or the ref deleted); the run ends with LOCK_LOST.
             StoreResult::Error(e) if e.get("code").and_then(Value::as_str) == Some(ErrorCode::LockLost.as_str()) => {
                 if self.facts.lost.is_none() {
-                    self.facts.lost = Some(Value::Object(e));
+                    self.facts.lost = Some(Value::Object(e.clone()));
+                }
+                if self.then == Then::Hold {
+                    return self.finished_with_error(Value::Object(e), Phase::Held);
                 }
             }
             // The work is done but not recorded (e.g. STORE_REJECTED): the run fails with that error, so CI
@@ -564,12 +595,8 @@ impl RunMachine {
             StoreResult::Error(e) => {
                 if self.then == Then::Hold {
                     // Nothing landed: the run is still open (a retry may finish it).
-                    self.phase = Phase::Working;
                     self.facts.work = None;
-                    let mut outcome = Map::new();
-                    outcome.insert("error".into(), Value::Object(e));
-                    self.actions.push_back(RunAction::Finished { outcome });
-                    return;
+                    return self.finished_with_error(Value::Object(e), Phase::Working);
                 }
                 if self.facts.lost.is_none() {
                     let why = e.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned();
@@ -579,6 +606,14 @@ impl RunMachine {
             }
         }
         self.after_finish(now);
+    }
+
+    /// Manual mode: `finish` ends with `error` (the receipt did not land); the run goes on in `phase`.
+    fn finished_with_error(&mut self, error: Value, phase: Phase) {
+        self.phase = phase;
+        let mut outcome = Map::new();
+        outcome.insert("error".into(), error);
+        self.actions.push_back(RunAction::Finished { outcome });
     }
 
     fn on_handover_lock(&mut self, result: StoreResult, now: Mono) {

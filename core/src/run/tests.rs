@@ -474,3 +474,36 @@ fn bad_configuration_is_refused_up_front() {
     let bad: Result<RunConfig, _> = serde_json::from_value(json!({ "job": "run", "random": RANDOM, "bogus": 1 }));
     assert!(bad.is_err(), "unknown keys are refused");
 }
+
+#[test]
+fn manual_finish_after_a_lost_lease_says_why_and_writes_nothing() {
+    let mut w = World::new();
+    let mut m = started(&mut w, config("run", "branch-feat-x", json!({})));
+    let broke = w.transact(
+        "preview",
+        "branch-feat-x",
+        "lock-break",
+        json!({ "holder": "breaker", "ttlMs": 60_000, "reason": "test" }),
+        true,
+    );
+    assert!(matches!(broke, StoreResult::Ok(_)));
+    w.advance(&mut m, 3_100);
+    let before = w.ops().len();
+    m.finish(true, w.now).unwrap();
+    w.pump(&mut m);
+    let outcome =
+        w.log.iter().find_map(|a| if let RunAction::Finished { outcome } = a { Some(outcome.clone()) } else { None });
+    assert_eq!(outcome.unwrap()["error"]["code"], "LOCK_LOST");
+    assert_eq!(w.ops().len(), before, "nothing written after the loss");
+    assert_eq!(w.receipt("preview", "branch-feat-x")["inProgress"], true, "the checkpoint stays");
+}
+
+#[test]
+fn a_manual_release_without_finish_says_the_run_did_not_finish() {
+    let mut w = World::new();
+    let mut m = started(&mut w, config("run", "branch-feat-x", json!({})));
+    m.release(w.now);
+    w.pump(&mut m);
+    let v = w.verdict();
+    assert!(v.error.as_ref().unwrap()["message"].as_str().unwrap().contains("released before it finished"), "{v:?}");
+}

@@ -27,6 +27,8 @@ pub(crate) struct Facts {
     pub(crate) keep_lock: bool,
     /// The host gave the run up before the work started (a wait given up).
     pub(crate) given_up: bool,
+    /// Manual mode: released while the work ran, without a final receipt.
+    pub(crate) released_early: bool,
     pub(crate) warnings: Vec<String>,
     context: Value,
 }
@@ -114,6 +116,15 @@ pub(crate) fn decide(cfg: &Checked, facts: &Facts, cancel: Option<HostSignal>) -
         if let Some(e) = facts.lost.clone().or_else(|| facts.failure.clone()) {
             let exit = code_exit(&e);
             return Verdict { exit, ok: false, error: Some(e), fields: Map::new() };
+        }
+        if facts.released_early {
+            let e = CoreError::new(
+                ErrorCode::Interrupted,
+                format!(
+                    "The run on {label} was released before it finished; its checkpoint receipt stays for the next run."
+                ),
+            );
+            return fail(e.to_json(), 1, fields);
         }
         if facts.given_up || cfg.job != Job::Acquire {
             let e = CoreError::new(

@@ -49,6 +49,22 @@ impl CoreComponent {
         d.run().call_signal(&mut self.store, r.0, signal, now).map_err(wasm_error)?.map_err(from_wit)
     }
 
+    /// Manual mode: the final receipt and the handover, keeping the lease until [`Self::run_release`].
+    pub fn run_finish(&mut self, r: &RunRef, succeeded: bool, now: u64) -> Result<(), HostError> {
+        let d = self.core.baton_core_decisions();
+        d.run().call_finish(&mut self.store, r.0, succeeded, now).map_err(wasm_error)?.map_err(from_wit)
+    }
+
+    /// Ends the run early, or after [`Self::run_finish`].
+    pub fn run_release(&mut self, r: &RunRef, now: u64) -> Result<(), HostError> {
+        self.core.baton_core_decisions().run().call_release(&mut self.store, r.0, now).map_err(wasm_error)
+    }
+
+    /// The epoch to fence writes with while the lease is safely held.
+    pub fn run_fencing_token(&mut self, r: &RunRef, now: u64) -> Result<Option<u64>, HostError> {
+        self.core.baton_core_decisions().run().call_fencing_token(&mut self.store, r.0, now).map_err(wasm_error)
+    }
+
     /// Wakes the machine.
     pub fn run_timeout(&mut self, r: &RunRef, now: u64) -> Result<(), HostError> {
         self.core.baton_core_decisions().run().call_handle_timeout(&mut self.store, r.0, now).map_err(wasm_error)
