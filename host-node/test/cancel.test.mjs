@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { openStore, withLease } from 'baton-lease';
-import { quiet } from '../test-helpers.mjs';
+import { quiet, rejection } from '../test-helpers.mjs';
 
 const pkgUrl = pathToFileURL(path.join(fileURLToPath(new URL('..', import.meta.url)), 'js/index.mjs')).href;
 const GRACE_MS = 5_000;
@@ -167,4 +167,38 @@ test('handlers are installed only while a run goes on, and not at all with handl
     assert.equal(process.listenerCount('SIGINT'), before);
   });
   assert.equal(receipt(store.path, 'pr-3').status, 'complete');
+});
+
+test('a signal while waiting for a held lock ends the wait: nothing ran, the other holder is untouched, exit 130', async () => {
+  const { root, store } = fresh();
+  const other = await store.acquireLock({ env: 'preview', scope: 'pr-1', holder: 'other', ttlMs: 60_000 });
+  const text = script(root, ['pr-1'], 'out({ ev: "ran" });').replace("onWarning() {} }", 'onWarning() {}, wait: true, pollMs: 100, onWait: () => out({ ev: "waiting" }) }');
+  const child = start(root, path.join(root, 'child.mjs'), text);
+  await until(() => child.lines.some((l) => l.ev === 'waiting'), 20_000, 'the child to wait');
+  child.proc.kill('SIGINT');
+  const exit = await Promise.race([child.exited, sleep(10_000).then(() => null)]);
+  if (exit === null) process.kill(-child.proc.pid, 'SIGKILL');
+  const detail = `${JSON.stringify(child.lines)}\n${child.stderr()}`;
+  assert.equal(exit?.code, 130, detail);
+  assert.equal(child.lines.some((l) => l.ev === 'ran'), false, 'the callback never ran');
+  assert.equal(child.lines.find((l) => l.ev === 'rejected')?.code, 'INTERRUPTED', detail);
+  const { expiresInMs: _left, ...lock } = await store.readLock({ env: 'preview', scope: 'pr-1' });
+  assert.deepEqual(lock, { ...other.lock, expired: false }, 'the other holder is untouched');
+});
+
+test('a lost lease gives a callback that ignores the abort up after its grace: LOCK_LOST, the new holder untouched', async () => {
+  const { store } = fresh();
+  const context = ctx('pr-4', 4);
+  let ended = false;
+  const outcome = withLease(store, { context, ttlMs: 600, ...quiet }, async (lease) => {
+    await store.breakLock({ env: 'preview', scope: 'pr-4', holder: 'ops', ttlMs: 60_000, reason: 'stuck' });
+    // Ignores the abort; unref'd so that it does not hold the test runner.
+    await new Promise((r) => setTimeout(r, 30_000).unref());
+    ended = true;
+  });
+  const e = await rejection(outcome);
+  assert.equal(e.code, 'LOCK_LOST');
+  assert.equal(ended, false, 'given up, not waited for');
+  assert.equal((await store.readLock({ env: 'preview', scope: 'pr-4' })).holder, 'ops');
+  assert.equal(receipt(store.path, 'pr-4').inProgress, true, 'nothing written after the loss');
 });
