@@ -17,8 +17,23 @@ const runs = new Set();
 /** The first signal received while runs were going on, or null. */
 let received = null;
 
+/** The exit code of a process cancelled by `received`. */
+const exitCode = () => 128 + constants.signals[received];
+
+/**
+ * Once cancelled, an unhandled rejection (the run's own INTERRUPTED nobody awaited, or work that rejected
+ * when its signal aborted) must neither end the process with 1 while a run still winds down, nor change
+ * the exit code: it ends the process with the signal's code once no run is left.
+ */
+function onUnhandled() {
+  if (runs.size === 0) process.exit(exitCode());
+}
+
 function onSignal(signal) {
-  received ??= signal;
+  if (received === null) {
+    received = signal;
+    process.on('unhandledRejection', onUnhandled);
+  }
   for (const tell of [...runs]) tell(NAMES[signal]);
 }
 
@@ -46,7 +61,7 @@ function enlist(tell) {
     if (runs.size > 0) return;
     install(false);
     if (received !== null) {
-      const code = 128 + constants.signals[received];
+      const code = exitCode();
       // After the caller's settle callbacks of this turn ran (they may log what happened).
       setImmediate(() => process.exit(code));
     }
