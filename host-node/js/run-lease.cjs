@@ -80,6 +80,7 @@ class RunLease {
     this.#settle = pending;
     this.#keepAliveAsNeeded();
     this.#loop.start(!this.#manual && this.#options.handleSignals !== false);
+    // A call with a callback is awaited for its outcome: a plain promise (observed, so its waits keep Node alive).
     return this.#manual ? pending.promise : pending.promise.then((v) => v);
   }
 
@@ -129,7 +130,12 @@ class RunLease {
       if (finished) return this.#loop.command((r, now) => r.release(now));
     }
     const code = 'thrown' in outcome ? 1 : 0;
-    this.#loop.command((r, now) => r.workEnded(JSON.stringify({ kind: 'exited', code }), now));
+    try {
+      this.#loop.command((r, now) => r.workEnded(JSON.stringify({ kind: 'exited', code }), now));
+    } catch {
+      // Refused: the work ended the run its own way (a finish that did not land, kept open): end it.
+      this.#loop.command((r, now) => r.release(now));
+    }
   }
 
   #signalled(signal) {
@@ -187,7 +193,8 @@ class RunLease {
   #finished(outcome) {
     const pending = this.#finish;
     if (outcome.error || typeof outcome.status !== 'string') {
-      // Nothing landed: the run is still open (a retry may finish it).
+      // The final receipt did not land: refused (`error`; the run is still open, a retry may finish it), or
+      // fenced out (no status: the lease is lost, and every further write fails LOCK_LOST).
       this.#state = 'open';
       this.#finish = null;
       return pending?.reject(outcome.error ? fromErrorJson(outcome.error) : this.#lostError());
