@@ -1,7 +1,13 @@
 'use strict';
 /**
- * Plain leases (no run, no receipt): a cell's lock held for the duration of some work, renewed in the background, released at the end,
- * with an AbortSignal that fires when the work must stop.
+ * Plain leases (no run, no receipt): a cell's lock held for the duration of some work, renewed in the
+ * background, released at the end, with an AbortSignal that fires when the work must stop. A lease that
+ * carries a run (`context`) is the run machine's (run-lease.cjs, run-loop.cjs).
+ *
+ * A plain lease stays on the lease machine: it has no receipt and no work the core would start, stop or
+ * judge, so the run machine's job for it (`acquire`) would end with the lock held and leave the renewals
+ * to the host; the lease machine already decides them. The core still names its holder and judges its
+ * options as for `baton lock acquire` (options.cjs).
  *
  * Every scheduling decision is made by the core's lease machine (core/src/lease): when to renew, how long
  * and how often to wait for a held lock, when the holder must stop on its own, how a failing release is
