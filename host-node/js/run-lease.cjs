@@ -5,23 +5,18 @@
  * run-loop.cjs. This file is what the machine's actions mean for a Node caller: `start-work` calls the
  * callback (or, in manual mode, resolves the acquire), a `signal` aborts `lease.signal`, `kill` gives the
  * callback up (it cannot be killed: the machine is told it ended with signal 9), `done` settles with the
- * verdict. The ledger operations (`intend`, `record`, `forget`, `check`) are fenced transactions of their own,
- * as `baton ledger` is for a command under `baton run`.
+ * verdict. The fenced writes and ledger operations the work uses are fenced-run.cjs's.
  */
 const { fromErrorJson } = require('./errors.cjs');
 const { hostError } = require('./core.cjs');
-const { resourceOf } = require('./ownership.cjs');
 const { asBatonError, notify, deferred, AcquirePromise } = require('./loop.cjs');
 const { RunLoop } = require('./run-loop.cjs');
+const { FencedRun, held, open, stop, warn, stopped } = require('./fenced-run.cjs');
 
 /** A lease on a cell's lock carrying a run (or a parent object's lock). Obtain one from `acquireLease`, `withLease`, ... */
-class RunLease {
-  #store;
+class RunLease extends FencedRun {
   #loop;
   #options;
-  #abort = new AbortController();
-  /** The error (LOCK_LOST, INTERRUPTED) once the lease must no longer be used for writing. */
-  #stopped = null;
   /** @type {'acquiring' | 'held' | 'ending' | 'done'} */
   #phase = 'acquiring';
   #observed = false;
@@ -50,23 +45,31 @@ class RunLease {
    * @param {(value: unknown, lease: RunLease) => unknown} [result] what a successful run resolves with
    */
   constructor(store, config, options, work, result = (value) => value) {
+    const loop = new RunLoop(store, config, {
+      startWork: (action) => this.#started(action),
+      signal: (signal) => this.#signalled(signal),
+      note: (text) => notify(options.onNote, text),
+      warning: (text) => this[warn](text),
+      lease: (event) => this.#onLease(event),
+      finished: (outcome) => this.#finished(outcome),
+      answer: (answer) => {
+        if (answer && answer.receipt) this.receipt = answer.receipt;
+      },
+      refused: (error) => {
+        if (error.code === 'LOCK_LOST') this[stop](fromErrorJson(error));
+      },
+      read: (cell) => {
+        this.predecessor = cell.scope;
+      },
+      done: (verdict) => this.#done(verdict),
+    });
+    const context = config.job === 'object' ? null : config.context;
+    super(store, { env: loop.env, scope: loop.scope, holder: loop.holder, context }, options.onWarning);
+    this.#loop = loop;
     this.#result = result;
-    this.#store = store;
     this.#options = options;
     this.#work = work;
     this.#manual = work === undefined;
-    this.#loop = new RunLoop(store, config, this.#hooks());
-    this.env = this.#loop.env;
-    this.scope = this.#loop.scope;
-    this.holder = this.#loop.holder;
-    this.epoch = 0;
-    this.lock = null;
-    this.preempted = null;
-    this.warnings = [];
-    this.signal = this.#abort.signal;
-    this.context = config.job === 'object' ? null : config.context;
-    this.predecessor = null;
-    this.receipt = null;
     /** The run's verdict (`{exit, ok, error?, fields}`, as the CLI's), once it is over. */
     this.verdict = null;
   }
@@ -82,28 +85,6 @@ class RunLease {
     this.#loop.start(!this.#manual && this.#options.handleSignals !== false);
     // A call with a callback is awaited for its outcome: a plain promise (observed, so its waits keep Node alive).
     return this.#manual ? pending.promise : pending.promise.then((v) => v);
-  }
-
-  #hooks() {
-    const options = this.#options;
-    return {
-      startWork: (action) => this.#started(action),
-      signal: (signal) => this.#signalled(signal),
-      note: (text) => notify(options.onNote, text),
-      warning: (text) => this.#warn(text),
-      lease: (event) => this.#onLease(event),
-      finished: (outcome) => this.#finished(outcome),
-      answer: (answer) => {
-        if (answer && answer.receipt) this.receipt = answer.receipt;
-      },
-      refused: (error) => {
-        if (error.code === 'LOCK_LOST') this.#stop(fromErrorJson(error));
-      },
-      read: (cell) => {
-        this.predecessor = cell.scope;
-      },
-      done: (verdict) => this.#done(verdict),
-    };
   }
 
   #started(action) {
@@ -142,7 +123,7 @@ class RunLease {
     if (signal !== 'kill') {
       this.#cancelling = true;
       this.#keepAliveAsNeeded();
-      return this.#stop(hostError('INTERRUPTED', `The run on ${this.env}/${this.scope} is being cancelled; stop the work now.`));
+      return this[stop](hostError('INTERRUPTED', `The run on ${this.env}/${this.scope} is being cancelled; stop the work now.`));
     }
     // A callback cannot be killed: it is given up, and the machine told it ended as killed.
     if (this.#outcome !== null) return;
@@ -176,7 +157,7 @@ class RunLease {
         break;
       case 'lost':
       case 'must-stop':
-        this.#stop(fromErrorJson({ ...event.error, graceMs: event.graceMs }));
+        this[stop](fromErrorJson({ ...event.error, graceMs: event.graceMs }));
         break;
       case 'released':
         this.#releaseResult = { released: event.released };
@@ -229,108 +210,26 @@ class RunLease {
     this.#loop.keepAlive(waiting || this.#phase === 'ending' || this.#cancelling);
   }
 
-  #stop(error) {
-    if (this.#stopped) return;
-    this.#stopped = error;
-    this.#abort.abort(error);
-  }
-
   #lostError() {
-    return this.#stopped ?? hostError('LOCK_LOST', `The lease on ${this.env}/${this.scope} is no longer held; nothing may be written under it.`);
+    return this[stopped] ?? hostError('LOCK_LOST', `The lease on ${this.env}/${this.scope} is no longer held; nothing may be written under it.`);
   }
 
-  #warn(message) {
-    this.warnings.push(message);
-    if (typeof this.#options.onWarning === 'function') notify(this.#options.onWarning, message);
-    else process.emitWarning(message, { type: 'BatonWarning' });
-  }
-
-  /**
-   * The epoch to fence with while the lease is safely held (the machine's `fencingToken`), else throws
-   * BatonError LOCK_LOST (or the reason the work must stop).
-   * @returns {number}
-   */
-  assertHeld() {
-    if (this.#stopped) throw this.#stopped;
+  /** The fencing token now; past the deadline before the timer fired (a busy loop), the machine sees the time first. */
+  [held]() {
     const token = this.#loop.token();
-    if (token !== undefined) return token;
-    if (this.#phase === 'held') {
-      // Past the deadline before the timer fired (a busy event loop): the machine sees the time now.
-      this.#loop.command((r, now) => r.handleTimeout(now));
-      if (this.#stopped) throw this.#stopped;
-    }
-    throw hostError(
-      'LOCK_LOST',
-      `The lease on ${this.env}/${this.scope} is no longer held (${this.#phase === 'held' ? 'past its deadline' : 'released'}); nothing may be written under it.`,
-      { holder: this.holder, epoch: this.epoch },
-    );
-  }
-
-  /** One fenced transaction on the run's cell (holder and epoch added); LOCK_LOST stops the lease. */
-  async #fenced(op, request) {
-    const epoch = this.assertHeld();
-    let answer;
-    try {
-      answer = await this.#store.transact({ env: this.env, scope: this.scope }, op, { ...request, holder: this.holder, epoch });
-    } catch (e) {
-      const error = asBatonError(e, 'the store failed');
-      if (error.code === 'LOCK_LOST') this.#stop(error);
-      throw error;
-    }
-    if (answer.receipt) this.receipt = answer.receipt;
-    for (const warning of answer.warnings ?? []) this.#warn(warning);
-    return answer;
-  }
-
-  /** A fenced write of data file `file` of the cell (see Lease.write). */
-  async write(file, content) {
-    if (typeof content !== 'string') throw hostError('USAGE', `the content of ${String(file)} must be a string`);
-    const answer = await this.#fenced('fenced-write', { file, content });
-    return { lock: answer.lock };
+    if (token !== undefined || this.#phase !== 'held') return token;
+    this.#loop.command((r, now) => r.handleTimeout(now));
+    return this.#loop.token();
   }
 
   /** The run, refused (USAGE) when there is none or it has finished. */
-  #openRun(what) {
+  [open](what) {
     if (this.context === null) {
       throw hostError('USAGE', `lease.${what} records ownership in the run's receipt: acquire the lease with \`context\` (or \`ownership: true\`)`);
     }
     if (this.#state !== 'open') {
       throw hostError('USAGE', `lease.${what}: the run on ${this.env}/${this.scope} has finished; its receipt is final`);
     }
-  }
-
-  /** Records a write-ahead intent for `resource` before creating it (a fenced checkpoint). */
-  async intend(resource) {
-    this.#openRun('intend');
-    await this.#fenced('ledger-intend', { resource: resourceOf(resource) });
-  }
-
-  /** Records that `resource` exists with provider id `id` and this scope owns it. */
-  async record(resource, id) {
-    this.#openRun('record');
-    if (typeof id !== 'string') throw hostError('USAGE', 'lease.record needs the provider id of the resource (a string)');
-    await this.#fenced('ledger-record', { resource: resourceOf(resource), id });
-  }
-
-  /** Removes `resource` from the ledger; resolves `{forgotten}`. */
-  async forget(resource) {
-    this.#openRun('forget');
-    const answer = await this.#fenced('ledger-forget', { resource: resourceOf(resource) });
-    return { forgotten: answer.forgotten === true };
-  }
-
-  /** May this run create or change (`change: true`) `resource`, or rely on it? (see index.d.ts) */
-  async check(resource, options = {}) {
-    this.#openRun('check');
-    const change = options?.change ?? false;
-    if (typeof change !== 'boolean') throw hostError('USAGE', 'lease.check: `change` must be a boolean');
-    const res = resourceOf(resource);
-    const others = await this.#store.list(this.env);
-    const answer = await this.#fenced('ledger-check', { resource: res, change, others, predecessor: this.predecessor });
-    const result = { relation: answer.relation, adopted: answer.adopted === true };
-    if (answer.owner !== undefined) result.owner = answer.owner;
-    if (answer.createdBy !== undefined) result.createdBy = answer.createdBy;
-    return result;
   }
 
   /**
@@ -341,7 +240,7 @@ class RunLease {
   finish(status) {
     if (this.#finish !== null) return this.#finish.promise;
     try {
-      if (this.context === null) this.#openRun('finish');
+      if (this.context === null) this[open]('finish');
       if (status !== 'complete' && status !== 'failed') {
         throw hostError('USAGE', `lease.finish takes 'complete' or 'failed', got ${String(status)}`);
       }
