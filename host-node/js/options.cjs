@@ -15,6 +15,8 @@ const STRING_OPTIONS = ['env', 'scope', 'holder', 'label', 'approvedBy'];
 const BOOLEAN_OPTIONS = ['wait', 'ownership', 'handleSignals'];
 const CALLBACK_OPTIONS = ['onWait', 'onEvent', 'onWarning', 'onNote'];
 const KNOWN_OPTIONS = [...STRING_OPTIONS, ...NUMBER_OPTIONS, ...BOOLEAN_OPTIONS, 'context', ...CALLBACK_OPTIONS];
+/** What only a run has (a plain lease refuses them). */
+const RUN_OPTIONS = ['onNote', 'handleSignals', 'cancelGraceMs'];
 /** The timing options the machines take as they are. */
 const TIMING = ['ttlMs', 'marginMs', 'renewEveryMs', 'waitTimeoutMs', 'pollMs', 'wait'];
 
@@ -82,6 +84,9 @@ function runConfig(options, job, object = undefined) {
  * names the holder when none is given; that name is this lease's alone (`uniqueHolder`).
  */
 function leaseConfig(options) {
+  for (const key of RUN_OPTIONS) {
+    if (options[key] !== undefined) throw usage(`the lease option \`${key}\` applies to runs: pass \`context\` (or \`ownership: true\`) too`);
+  }
   const acquire = runConfig(options, 'acquire');
   if (options.approvedBy !== undefined && !call('approval', { env: acquire.context.env, approvedBy: options.approvedBy }).required) {
     throw usage("the lease option `approvedBy` is recorded in the run's receipt: pass `context` (or `ownership: true`) too");

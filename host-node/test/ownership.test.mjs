@@ -645,6 +645,9 @@ test('runs on leases: misuse is USAGE, ownership without a context, finishing cl
   const usage = async (options) => assert.equal((await rejection(acquireLease(store, { ...options, ...quiet }))).code, 'USAGE');
   await usage({ context: ctx('pr-3', 'x', 3), scope: 'pr-4' });
   await usage({ env: 'preview', scope: 'pr-3', approvedBy: 'alice' });
+  await usage({ env: 'preview', scope: 'pr-3', handleSignals: false });
+  await usage({ env: 'preview', scope: 'pr-3', cancelGraceMs: 1000 });
+  await usage({ context: ctx('pr-3', 'x', 3), handleSignals: 'no' });
   await usage({ context: { env: 'preview' } });
   await usage({ context: ctx('pr-3', 'x', -3) });
   await usage({ context: ctx('pr-3', 'x', 3), ownership: 'yes' });
