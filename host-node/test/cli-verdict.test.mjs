@@ -35,15 +35,12 @@ function cliDestroy(root) {
   return { exit: r.status, error: envelope.error, stderr: r.stderr };
 }
 
-// The CLI's destroy still words INTENT_UNRESOLVED itself (host-native/src/commands/run.rs) until it drives
-// the run machine too (issue 10, the CLI's part): then the message is the core's, and this is no todo.
-const CLI_OWN_MESSAGE = 'until the CLI drives the run machine, its INTENT_UNRESOLVED message is its own';
-
-for (const [intent, code, todo] of [
-  [false, 'COMMAND_FAILED', false],
-  [true, 'INTENT_UNRESOLVED', CLI_OWN_MESSAGE],
+// Both hosts carry out the core's run machine, so the code, the message and the exit are the core's.
+for (const [intent, code] of [
+  [false, 'COMMAND_FAILED'],
+  [true, 'INTENT_UNRESOLVED'],
 ]) {
-  test(`a destroy that leaves ${intent ? 'an intent' : 'a resource'}: ${code} from the CLI and from Node alike`, { skip, todo }, async () => {
+  test(`a destroy that leaves ${intent ? 'an intent' : 'a resource'}: ${code} from the CLI and from Node alike`, { skip }, async () => {
     const cli = await journey(intent);
     const native = cliDestroy(cli.root);
     assert.equal(native.error?.code, code, native.stderr);
