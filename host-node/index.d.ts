@@ -380,7 +380,7 @@ export interface WaitInfo {
 
 /** How to hold a lease, whatever it is on: holder, timing, waiting, callbacks. */
 export interface LeaseTiming {
-  /** The holder name written into the lock (default `run-` and 8 random hex digits). */
+  /** The holder name written into the lock (default: the core names it, `run-` and 8 random hex digits; `destroy-` for a destroy). */
   holder?: string;
   /** How to name the lock in messages (default `env/scope`). */
   label?: string;
@@ -405,6 +405,32 @@ export interface LeaseTiming {
   onEvent?: (event: LeaseEvent) => void;
   /** Called with each warning (a takeover, a failed release, an inheritance, a handover put off), which also lands in `lease.warnings`. Default: `process.emitWarning(message, {type: 'BatonWarning'})`. */
   onWarning?: (message: string) => void;
+}
+
+/** What a run's callback and its cancellation may be given (runs, destroys, parent-object leases). */
+export interface RunControl {
+  /** A progress line of the run, as `baton run` prints them (default: dropped). */
+  onNote?: (text: string) => void;
+  /**
+   * With a callback (`withLease`, `destroy`, `withObjectLease`): the process's SIGINT/SIGTERM cancel the run
+   * (`lease.signal` aborts with INTERRUPTED, the callback is given up after `cancelGraceMs`, the receipt says
+   * `cancelled`, the lock is released), and once every run in progress is done the process exits 128 + n.
+   * `false`: no handlers are installed. Default true.
+   */
+  handleSignals?: boolean;
+  /** Time from the first cancel signal (or a lost lease) until the callback is given up. Default 5 s. */
+  cancelGraceMs?: number;
+}
+
+/** The verdict of a run, as the CLI reports it (`lease.verdict`, once the run is over). */
+export interface RunVerdict {
+  /** The exit code `baton run` would exit with. */
+  exit: number;
+  ok: boolean;
+  /** The error (`{code, message, hint?, ...details}`) when not ok. */
+  error?: { code: string; message: string; hint?: string; [detail: string]: unknown };
+  /** The run's facts: `context`, `holder`, `lock`, `preempted`, `exitCode`, `released`, `receipt`, `handedOver`, `warnings`. */
+  fields: Record<string, unknown>;
 }
 
 /**
@@ -439,7 +465,7 @@ export interface RecordedContext {
 }
 
 /** A lease that carries a run: the context (env and scope come from it), or a cell with `ownership: true`. */
-export type RunLeaseOptions = LeaseTiming & {
+export type RunLeaseOptions = LeaseTiming & RunControl & {
   /** Who approved a production run (trimmed; required, non-blank, when env is `production`: ENV_NOT_APPROVED before any lock). */
   approvedBy?: string;
 } & (
@@ -543,7 +569,7 @@ export interface FinishResult {
   receipt: Receipt;
   /** How many resources the predecessor handed over to this scope. */
   handedOver: number;
-  /** Warnings of the finish (a busy predecessor, a handover that failed: retried by the next run). */
+  /** The run's warnings so far (an inheritance, a busy predecessor, a handover that failed: retried by the next run). */
   warnings: string[];
 }
 
@@ -579,7 +605,8 @@ export interface Lease {
   /**
    * Aborted, with a BatonError LOCK_LOST as `reason`, when the lease is lost (the store refused a renewal
    * or a write) or must stop (its deadline came before a renewal got through); `reason.details.graceMs`
-   * is how long the work may take to shut down. Not aborted by `release()`. Pass it to what can be
+   * is how long the work may take to shut down. For a run with a callback, also aborted with INTERRUPTED
+   * when the process is cancelled (SIGINT/SIGTERM). Not aborted by `release()`. Pass it to what can be
    * aborted (fetch, child processes, ...).
    */
   readonly signal: AbortSignal;
@@ -601,6 +628,8 @@ export interface Lease {
   readonly predecessor: string | null;
   /** The run's receipt as it last wrote it, or null for a plain lease. */
   readonly receipt: Receipt | null;
+  /** The run's verdict once it is over (a lease that carries a run or a parent object); else null or absent. */
+  readonly verdict?: RunVerdict | null;
   /** Records a write-ahead intent before creating `resource` (a fenced checkpoint): a crash leaves it for the next run to claim or re-create. */
   intend(resource: Resource): Promise<void>;
   /** Records that `resource` exists with provider id `id` and this scope owns it (an intent becomes owned). */
@@ -641,13 +670,17 @@ export declare function acquireLease(store: OwnershipStore, options: RunLeaseOpt
  */
 export declare function withLease<T>(store: TransactionalStore, options: LeaseOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<T>;
 /**
- * `withLease` for a run: finishes it `complete` when `fn` resolves (then hands over from the predecessor)
- * and `failed` when it throws, before releasing; a finish that cannot land (LOCK_LOST) rejects.
+ * `withLease` for a run, driven by the core's run machine as `baton run` is: finishes it `complete` when
+ * `fn` resolves (then hands over from the predecessor) and `failed` when it throws, before releasing.
+ * Resolves with what `fn` returned when the verdict is a success; rejects with what `fn` threw (verdict
+ * COMMAND_FAILED), else with a BatonError of the verdict's error (LOCK_LOST, INTERRUPTED, a final receipt
+ * that did not land, ...) whose `details` carry the verdict's fields. SIGINT/SIGTERM cancel it (see
+ * `RunControl.handleSignals`).
  */
 export declare function withLease<T>(store: OwnershipStore, options: RunLeaseOptions, fn: (lease: Lease) => T | PromiseLike<T>): Promise<T>;
 
 /** How to destroy a scope: its run context (env and scope come from it), the approver, lease timing. */
-export type DestroyOptions = LeaseTiming & {
+export type DestroyOptions = LeaseTiming & RunControl & {
   context: RunContext;
   env?: string;
   scope?: string;
@@ -657,9 +690,9 @@ export type DestroyOptions = LeaseTiming & {
 
 /** What `destroy` resolves with. */
 export interface DestroyResult {
-  /** `complete` when nothing the scope owns is left. */
-  status: 'complete' | 'failed';
-  /** Always empty when it resolves: leftover intents reject with INTENT_UNRESOLVED. */
+  /** Always `complete` when it resolves: nothing the scope owns is left. */
+  status: 'complete';
+  /** Always empty when it resolves: leftover intents reject with INTENT_UNRESOLVED, leftover resources with COMMAND_FAILED. */
   unresolved: ResourceRef[];
   /** The destroy receipt, as stored. */
   receipt: Receipt;
@@ -670,8 +703,10 @@ export interface DestroyResult {
  * Destroys what the scope of `options.context` owns: approval (ENV_NOT_APPROVED before any lock), the
  * scope's lease (holder `destroy-<8 hex>`), then `fn(resources, lease)` with what to delete, newest first
  * (owned resources and intents; adopted ones are only forgotten). `fn` deletes each one that exists and
- * calls `lease.forget(resource)` for it. Rejects with what `fn` threw, or with INTENT_UNRESOLVED (after
- * the receipt landed) when intents were left: nothing is deleted on a guess.
+ * calls `lease.forget(resource)` for it. The verdict is the core run machine's, as for `baton destroy`:
+ * rejects with what `fn` threw, with INTENT_UNRESOLVED when intents were left (nothing is deleted on a
+ * guess), or with COMMAND_FAILED when owned resources were left (each after the `failed` receipt landed and
+ * the lock was released).
  */
 export declare function destroy(
   store: OwnershipStore,
@@ -680,7 +715,7 @@ export declare function destroy(
 ): Promise<DestroyResult>;
 
 /** A parent-object lease: lease timing, and the run's secret values (an identity containing one is refused). */
-export interface ObjectLeaseOptions extends LeaseTiming {
+export interface ObjectLeaseOptions extends LeaseTiming, RunControl {
   secrets?: readonly string[];
 }
 
@@ -692,7 +727,7 @@ export interface ObjectLeaseOptions extends LeaseTiming {
  */
 export declare function acquireObjectLease(store: TransactionalStore, identity: string, options?: ObjectLeaseOptions): Promise<Lease>;
 
-/** `withLease` on a parent object: acquires it (as acquireObjectLease), awaits `fn(lease)`, always releases. */
+/** `withLease` on a parent object: acquires it (as acquireObjectLease), awaits `fn(lease)`, always releases; the run machine's verdict, as for `baton lock-object`. */
 export declare function withObjectLease<T>(
   store: TransactionalStore,
   identity: string,

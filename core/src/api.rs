@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 35] = [
+pub const OPS: [&str; 36] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -51,6 +51,7 @@ pub const OPS: [&str; 35] = [
     "render",
     "error-codes",
     "cell-files",
+    "cell-file",
     "io-error",
     "list-cells",
     "git-env",
@@ -124,7 +125,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             )
         }),
         "run-finish" => run(op, input, |r: RunFinishRequest| {
-            ownership::run_finish(&r.cell, &r.holder, r.epoch, r.now_ms, r.succeeded, r.sha.as_deref())
+            ownership::run_finish(&r.cell, &r.holder, r.epoch, r.now_ms, r.succeeded, r.cancelled, r.sha.as_deref())
         }),
         "ledger-intend" => {
             run(op, input, |r: LedgerRequest| ownership::intend(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource))
@@ -177,6 +178,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
         "cell-files" => Ok(to_json(&STATE_FILES)),
+        "cell-file" => run(op, input, |r: CellFileRequest| Ok(json!({ "text": r.cell.file(&r.file) }))),
         "io-error" => run(op, input, |r: IoErrorRequest| {
             let errno = r.errno.as_deref();
             let (code, _) = crate::stores::errno::classify(errno);
@@ -553,8 +555,23 @@ struct RunFinishRequest {
     epoch: u64,
     now_ms: UnixMs,
     succeeded: bool,
+    /// The run was cancelled by a signal: the receipt says `cancelled`.
+    #[serde(default)]
+    cancelled: bool,
     #[serde(default)]
     sha: Option<String>,
+}
+
+/// `cell-file`: `{cell, nowMs?, file}` -> `{text}`: one file of a snapshot (`null` when absent), for a
+/// read-only look at another cell (the run machine reads its predecessor's `latest.json` this way).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CellFileRequest {
+    cell: Cell,
+    #[serde(default)]
+    #[allow(dead_code)] // hosts add it to every transaction
+    now_ms: Option<UnixMs>,
+    file: String,
 }
 
 /// `ledger-intend|record|forget`: `{cell, holder, epoch, nowMs, resource: {adapter, key, provider?, op?,

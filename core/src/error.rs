@@ -38,7 +38,8 @@ pub enum ErrorCode {
     IntentUnresolved,
     /// The command run under the lease (`baton run -- CMD`) failed; the CLI exits with its exit code.
     CommandFailed,
-    /// A signal stopped baton before the command started.
+    /// A signal stopped the run: before the command started (nothing ran), or a cancel (SIGINT/SIGTERM)
+    /// while it ran (the command was stopped, the receipt says `cancelled`, the lease is released).
     Interrupted,
     /// Anything unexpected: a bug, or a host that broke the contract.
     Internal,

@@ -25,6 +25,7 @@ pub mod lock;
 pub mod names;
 pub mod ownership;
 pub mod receipt;
+pub mod run;
 pub mod scope;
 pub mod sha256;
 pub mod stores;

@@ -22,6 +22,16 @@ pub fn format_iso(ms: UnixMs) -> String {
     }
 }
 
+/// Formats a duration for people: `850ms`, `12s`, `14m 59s`, `2h 5m` (the form every host prints).
+pub fn human_ms(ms: u64) -> String {
+    match ms {
+        0..1000 => format!("{ms}ms"),
+        1000..60_000 => format!("{}s", ms / 1000),
+        60_000..3_600_000 => format!("{}m {}s", ms / 60_000, (ms % 60_000) / 1000),
+        _ => format!("{}h {}m", ms / 3_600_000, (ms % 3_600_000) / 60_000),
+    }
+}
+
 /// Parses an RFC 3339 timestamp (`2026-10-10T12:00:00Z`, `...:00.5+02:00`, fractions of any length).
 ///
 /// Returns `None` for anything else, so a lock whose `expiresAt` cannot be read is reported as corrupt

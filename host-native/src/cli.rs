@@ -231,6 +231,11 @@ pub struct RunArgs {
     /// Who approved this run; required when the environment is production [default: BATON_APPROVED_BY]
     #[arg(long, value_name = "NAME", env = "BATON_APPROVED_BY")]
     pub approved_by: Option<String>,
+    /// On cancel (SIGINT/SIGTERM), how long the command gets to stop before its process group is killed;
+    /// then the receipt says `cancelled` and the lease is released. Keep it under the CI runner's own
+    /// kill delay (GitHub Actions: 10 s after its first signal) [default: 5s]
+    #[arg(long, value_name = "DURATION", env = "BATON_CANCEL_GRACE", value_parser = parse_duration)]
+    pub cancel_grace: Option<u64>,
     /// The command to run and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -255,6 +260,11 @@ pub struct ObjectArgs {
     /// Print one JSON envelope on stdout
     #[arg(long)]
     pub json: bool,
+    /// On cancel (SIGINT/SIGTERM), how long the command gets to stop before its process group is killed;
+    /// then the receipt says `cancelled` and the lease is released. Keep it under the CI runner's own
+    /// kill delay (GitHub Actions: 10 s after its first signal) [default: 5s]
+    #[arg(long, value_name = "DURATION", env = "BATON_CANCEL_GRACE", value_parser = parse_duration)]
+    pub cancel_grace: Option<u64>,
     /// The command to run and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,

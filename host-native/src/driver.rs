@@ -1,195 +1,245 @@
-//! Drives a core lease machine (inside the component) against a store: the host loop of
-//! `baton_core::lease`, shared by `baton run` and `baton lock acquire --wait`.
+//! The host loop of a run (`baton_core::run`): carries out the run machine's actions, nothing else. Shared
+//! by `baton run`, `baton destroy`, `baton lock-object` and `baton lock acquire`.
 //!
-//! Store requests run one at a time on a dedicated worker thread that owns its own instance of the
-//! component, so a slow store never blocks the loop, and a renewal and a fenced write of this process never
-//! interleave in the store (they queue on the worker, in order).
+//! Store requests run one at a time on a dedicated worker thread with its own instance of the component,
+//! so a slow store never blocks the loop (timers, signals and the command's exit are still seen), and a
+//! renewal and a receipt write of this run never interleave in the store (they queue in order).
 
-use crate::engine::{CoreComponent, LeaseRef};
+use crate::engine::{CoreComponent, RunRef};
 use crate::error::HostError;
+use crate::output::note;
 use crate::store::Store;
-use serde_json::{Value, json};
+use crate::work::{Running, Work};
+use serde_json::{Map, Value, json};
 use std::time::Instant;
+use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-/// One store transaction for the worker: a lease machine request (answered on the results channel) or a
-/// host call on any cell (answered on `reply`).
+/// Store results as the worker sends them: request id and `{"ok"|"error": ...}`.
+type Results = mpsc::UnboundedReceiver<(u64, Value)>;
+
+/// One store transaction for the worker.
 struct Job {
     id: u64,
     op: String,
     request: Value,
-    cell: Option<(String, String)>,
-    reply: Option<tokio::sync::oneshot::Sender<Value>>,
+    env: String,
+    scope: String,
+    read: bool,
 }
 
-/// The loop state of one lease. Every method that calls the machine returns the events it emitted, after
-/// handing its store requests to the worker.
-pub struct Driver {
-    core: CoreComponent,
-    lease: LeaseRef,
-    started: Instant,
-    jobs: std::sync::mpsc::Sender<Job>,
-    results: mpsc::UnboundedReceiver<(u64, Value)>,
+/// The run's verdict as the machine decided it.
+pub struct Verdict {
+    /// The exit code.
+    pub exit: u8,
+    /// The error, when the run failed.
+    pub error: Option<HostError>,
+    /// The run's facts (the envelope's data when it succeeded).
+    pub fields: Map<String, Value>,
 }
 
-impl Driver {
-    /// Creates the machine from `config` and starts the store worker for the cell `env/scope` of `store`.
-    /// On failure (e.g. `USAGE` for inconsistent timing) the core is handed back with the error.
-    #[allow(clippy::result_large_err)] // the error hands the core back; it is built once per process
-    pub fn start(mut core: CoreComponent, store: Store, config: &Value) -> Result<Self, (CoreComponent, HostError)> {
-        let lease = match core.lease_create(config) {
-            Ok(lease) => lease,
-            Err(e) => return Err((core, e)),
-        };
-        let (env, scope) = (config["env"].as_str().unwrap_or_default(), config["scope"].as_str().unwrap_or_default());
-        let (env, scope) = (env.to_owned(), scope.to_owned());
-        let (jobs, job_rx) = std::sync::mpsc::channel::<Job>();
-        let (result_tx, results) = mpsc::unbounded_channel();
-        let spawned = std::thread::Builder::new().name("baton-store".into()).spawn(move || {
-            let mut worker_core = CoreComponent::load();
-            for mut job in job_rx {
-                let (env, scope) = job.cell.take().unwrap_or_else(|| (env.clone(), scope.clone()));
-                let outcome = match worker_core.as_mut() {
-                    Ok(core) => transact(core, &store, &env, &scope, &job),
-                    Err(e) => json!({ "error": e.to_json() }),
-                };
-                // A host call's caller may have gone away; a machine result must be delivered.
-                match job.reply.take() {
-                    Some(reply) => drop(reply.send(outcome)),
-                    None => {
-                        if result_tx.send((job.id, outcome)).is_err() {
-                            break;
-                        }
-                    }
-                }
+/// Runs the machine made from `config` over `store` until it is done, carrying out `work` when it says so
+/// (none for a plain acquire). Returns the core and the verdict; any failure of the loop itself kills the
+/// work first and is reported as the verdict's error.
+pub async fn drive(
+    mut core: CoreComponent,
+    store: Store,
+    config: &Value,
+    work: Option<Work>,
+) -> (CoreComponent, Verdict) {
+    let run = match core.run_create(config) {
+        Ok(run) => run,
+        Err(e) => return (core, Verdict { exit: 0, error: Some(e), fields: Map::new() }),
+    };
+    let mut lp = Loop { core, run: Some(run), started: Instant::now(), running: None, work, jobs: None };
+    let verdict = match lp.go(store).await {
+        Ok(v) => v,
+        Err(e) => {
+            if let Some(r) = &lp.running {
+                r.signal("kill");
             }
-        });
-        if let Err(e) = spawned {
-            return Err((core, HostError::io("cannot start the store worker", &e)));
+            Verdict { exit: 0, error: Some(e), fields: Map::new() }
         }
-        Ok(Self { core, lease, started: Instant::now(), jobs, results })
+    };
+    if let Some(run) = lp.run.take() {
+        let _ = lp.core.run_drop(run);
     }
+    (lp.core, verdict)
+}
 
-    /// Milliseconds on the monotonic clock since the driver started.
-    pub fn now(&self) -> u64 {
+struct Loop {
+    core: CoreComponent,
+    run: Option<RunRef>,
+    started: Instant,
+    running: Option<Running>,
+    work: Option<Work>,
+    jobs: Option<std::sync::mpsc::Sender<Job>>,
+}
+
+impl Loop {
+    fn now(&self) -> u64 {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Converts a machine time into a tokio deadline.
-    pub fn instant(&self, at: u64) -> tokio::time::Instant {
-        tokio::time::Instant::from_std(self.started + std::time::Duration::from_millis(at))
+    /// Calls the run machine.
+    fn call<T>(&mut self, f: impl FnOnce(&mut CoreComponent, &RunRef) -> Result<T, HostError>) -> Result<T, HostError> {
+        let run = self.run.as_ref().ok_or_else(|| HostError::internal("the run machine is gone"))?;
+        f(&mut self.core, run)
     }
 
-    /// Starts acquiring.
-    pub fn acquire(&mut self) -> Result<Vec<Value>, HostError> {
-        let now = self.now();
-        self.core.lease_acquire(&self.lease, now)?;
-        self.drain()
-    }
-
-    /// Ends the lease (release, or cancel a wait).
-    pub fn release(&mut self) -> Result<Vec<Value>, HostError> {
-        let now = self.now();
-        self.core.lease_release(&self.lease, now)?;
-        self.drain()
-    }
-
-    /// Wakes the machine.
-    pub fn on_timeout(&mut self) -> Result<Vec<Value>, HostError> {
-        let now = self.now();
-        self.core.lease_timeout(&self.lease, now)?;
-        self.drain()
-    }
-
-    /// Feeds a store result.
-    pub fn on_result(&mut self, id: u64, outcome: &Value) -> Result<Vec<Value>, HostError> {
-        let now = self.now();
-        self.core.lease_store_result(&self.lease, id, outcome, now)?;
-        self.drain()
-    }
-
-    /// The next store result; `None` when the worker is gone.
-    pub async fn next_result(&mut self) -> Option<(u64, Value)> {
-        self.results.recv().await
-    }
-
-    /// When the machine wants to be woken.
-    pub fn wake_at(&mut self) -> Result<Option<tokio::time::Instant>, HostError> {
-        Ok(self.core.lease_poll_timeout(&self.lease)?.map(|at| self.instant(at)))
-    }
-
-    /// Whether the lease is over.
-    pub fn is_finished(&mut self) -> Result<bool, HostError> {
-        self.core.lease_is_finished(&self.lease)
-    }
-
-    /// The fencing token while the lease is safely held.
-    pub fn fencing_token(&mut self) -> Result<Option<u64>, HostError> {
-        let now = self.now();
-        self.core.lease_fencing_token(&self.lease, now)
-    }
-
-    /// Runs core operation `op` as one transaction on the cell `env/scope` (the lease's cell when `None`)
-    /// on the store worker, in order with the lease's own requests. Answers the core's answer or its error.
-    pub async fn call(&self, cell: Option<(&str, &str)>, op: &str, request: Value) -> Result<Value, HostError> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let job = Job {
-            id: 0,
-            op: op.to_owned(),
-            request,
-            cell: cell.map(|(e, s)| (e.to_owned(), s.to_owned())),
-            reply: Some(reply),
+    async fn go(&mut self, store: Store) -> Result<Verdict, HostError> {
+        let (Ok(mut sigint), Ok(mut sigterm)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+        else {
+            return Err(HostError::internal("cannot install signal handlers"));
         };
-        self.jobs.send(job).map_err(|_| HostError::internal("the store worker stopped"))?;
-        let outcome = answer.await.map_err(|_| HostError::internal("the store worker stopped"))?;
-        match outcome.get("error").and_then(Value::as_object) {
-            Some(err) => Err(HostError::from_json(err.clone())),
-            None => Ok(outcome["ok"].clone()),
+        let (mut results, env, scope) = self.start_worker(store)?;
+        let now = self.now();
+        self.call(|core, run| core.run_start(run, now))?;
+        loop {
+            if let Some(verdict) = self.drain(&env, &scope).await? {
+                return Ok(verdict);
+            }
+            let started = self.started;
+            let wake = self.call(|core, run| core.run_poll_timeout(run))?;
+            let wake = wake.map(|at| started + std::time::Duration::from_millis(at));
+            let exited = async {
+                match self.running.as_mut() {
+                    Some(r) => r.wait().await,
+                    None => std::future::pending().await,
+                }
+            };
+            enum Wake {
+                Exited(Value),
+                Result(u64, Value),
+                Timeout,
+                Signal(&'static str),
+            }
+            let woke = tokio::select! {
+                end = exited => Wake::Exited(end),
+                Some((id, outcome)) = results.recv() => Wake::Result(id, outcome),
+                () = sleep_until(wake) => Wake::Timeout,
+                _ = sigint.recv() => Wake::Signal("interrupt"),
+                _ = sigterm.recv() => Wake::Signal("terminate"),
+            };
+            let now = self.now();
+            match woke {
+                Wake::Exited(end) => {
+                    self.running = None;
+                    self.call(|core, run| core.run_work_ended(run, &end, now))?;
+                }
+                Wake::Result(id, outcome) => self.call(|core, run| core.run_store_result(run, id, &outcome, now))?,
+                Wake::Timeout => self.call(|core, run| core.run_timeout(run, now))?,
+                Wake::Signal(sig) => self.call(|core, run| core.run_signal(run, sig, now))?,
+            }
         }
     }
 
-    /// The core instance of the loop (for rendering).
-    pub fn core(&mut self) -> &mut CoreComponent {
-        &mut self.core
-    }
-
-    /// Ends the driver and gives its core back (the machine is dropped; a held lock stays in the store).
-    pub fn into_core(mut self) -> CoreComponent {
-        let _ = self.core.lease_drop(self.lease);
-        self.core
-    }
-
-    fn drain(&mut self) -> Result<Vec<Value>, HostError> {
-        let mut events = Vec::new();
-        while let Some(action) = self.core.lease_poll_action(&self.lease)? {
+    /// Carries out every pending action; the verdict once the machine is done.
+    async fn drain(&mut self, env: &str, scope: &str) -> Result<Option<Verdict>, HostError> {
+        loop {
+            let Some(action) = self.call(|core, run| core.run_poll_action(run))? else { return Ok(None) };
             match action["type"].as_str() {
-                Some("store") => {
+                Some(kind @ ("store" | "read")) => {
+                    let cell = &action["cell"];
+                    let field = |k: &str, d: &str| cell[k].as_str().unwrap_or(d).to_owned();
                     let job = Job {
                         id: action["id"].as_u64().unwrap_or_default(),
                         op: action["op"].as_str().unwrap_or_default().to_owned(),
                         request: action["request"].clone(),
-                        cell: None,
-                        reply: None,
+                        env: field("env", env),
+                        scope: field("scope", scope),
+                        read: kind == "read",
                     };
-                    self.jobs.send(job).map_err(|_| HostError::internal("the store worker stopped"))?;
+                    let jobs = self.jobs.as_ref().ok_or_else(|| HostError::internal("the store worker stopped"))?;
+                    jobs.send(job).map_err(|_| HostError::internal("the store worker stopped"))?;
                 }
-                _ => events.push(action["event"].clone()),
+                Some("start-work") => self.start_work(&action).await?,
+                Some("signal") => {
+                    if let Some(r) = &self.running {
+                        r.signal(action["signal"].as_str().unwrap_or("kill"));
+                    }
+                }
+                Some("note" | "warning") => note(action["text"].as_str().unwrap_or_default()),
+                Some("done") => return Ok(Some(verdict_of(&action["verdict"]))),
+                _ => {} // lease events and `finished` are for hosts that report them
             }
         }
-        Ok(events)
+    }
+
+    async fn start_work(&mut self, action: &Value) -> Result<(), HostError> {
+        let env = serde_json::from_value(action["env"].clone()).unwrap_or_default();
+        let label = action["label"].as_str().unwrap_or_default();
+        let epoch = action["epoch"].as_u64().unwrap_or_default();
+        let delete = action.get("delete");
+        let started = match &self.work {
+            Some(work) => work.start(&env, delete, label, epoch).await,
+            None => Err(HostError::internal("the run machine started work where there is none")),
+        };
+        match started {
+            Ok(r) => self.running = Some(r),
+            Err(e) => {
+                let now = self.now();
+                let end = json!({ "kind": "not-started", "message": e.message });
+                self.call(|core, run| core.run_work_ended(run, &end, now))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the store worker; returns its results channel and the run's own cell.
+    fn start_worker(&mut self, store: Store) -> Result<(Results, String, String), HostError> {
+        let (jobs, job_rx) = std::sync::mpsc::channel::<Job>();
+        let (result_tx, results) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("baton-store".into())
+            .spawn(move || {
+                let mut worker_core = CoreComponent::load();
+                for job in job_rx {
+                    let outcome = match worker_core.as_mut() {
+                        Ok(core) => transact(core, &store, &job),
+                        Err(e) => json!({ "error": e.to_json() }),
+                    };
+                    if result_tx.send((job.id, outcome)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| HostError::io("cannot start the store worker", &e))?;
+        self.jobs = Some(jobs);
+        let (env, scope) = self.call(|core, run| core.run_cell(run))?;
+        Ok((results, env, scope))
     }
 }
 
-/// Runs one store request as a cell transaction and returns `{"ok": answer}` or `{"error": {...}}`.
-fn transact(core: &mut CoreComponent, store: &Store, env: &str, scope: &str, job: &Job) -> Value {
-    let result = store.transact(core, env, scope, |core, cell, now| {
+/// Runs one store request as a cell transaction (or a read) and returns `{"ok": answer}` or `{"error": ...}`.
+fn transact(core: &mut CoreComponent, store: &Store, job: &Job) -> Value {
+    let f = |core: &mut CoreComponent, cell: Value, now: i64| {
         let mut request = job.request.clone();
         request["cell"] = cell;
         request["nowMs"] = now.into();
         core.invoke(&job.op, &request)
-    });
+    };
+    let result = if job.read {
+        store.read(core, &job.env, &job.scope, f)
+    } else {
+        store.transact(core, &job.env, &job.scope, f)
+    };
     match result {
         Ok(answer) => json!({ "ok": answer }),
         Err(e) => json!({ "error": e.to_json() }),
+    }
+}
+
+fn verdict_of(v: &Value) -> Verdict {
+    let error = v["error"].as_object().map(|e| HostError::from_json(e.clone()));
+    let fields = v["fields"].as_object().cloned().unwrap_or_default();
+    Verdict { exit: v["exit"].as_u64().and_then(|e| u8::try_from(e).ok()).unwrap_or(1), error, fields }
+}
+
+/// Sleeps until `at`, or forever without one.
+pub(crate) async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await,
+        None => std::future::pending().await,
     }
 }

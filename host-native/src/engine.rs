@@ -17,6 +17,9 @@ mod bindings {
     wasmtime::component::bindgen!({ world: "core", path: "../wit" });
 }
 
+mod run;
+pub use run::RunRef;
+
 use bindings::Core;
 use bindings::exports::baton::core::decisions::Error as WitError;
 
@@ -107,6 +110,7 @@ impl CoreComponent {
             "git-readme" => d.call_git_readme(s, &req),
             "redact" => d.call_redact(s, &req),
             "render" => d.call_render(s, &req),
+            "cell-file" => d.call_cell_file(s, &req),
             "io-error" => d.call_io_error(s, &req),
             "list-cells" => d.call_list_cells(s, &req),
             "git-env" => d.call_git_env(s, &req),

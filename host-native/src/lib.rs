@@ -13,3 +13,4 @@ pub mod engine;
 pub mod error;
 pub mod output;
 pub mod store;
+pub mod work;

@@ -20,7 +20,7 @@ fn kill(pid: u32, sig: i32) {
 #[test]
 fn lock_acquire_held_status_release_and_takeover_on_git() {
     let g = GitTemp::new("lock");
-    let (code, env) = g.json(&["lock", "acquire", "--scope", "pr-7", "--holder", "a", "--ttl", "1s"]);
+    let (code, env) = g.json(&["lock", "acquire", "--scope", "pr-7", "--holder", "a", "--ttl", "3s"]);
     assert_eq!(code, 0, "{env}");
     assert_eq!((env["lock"]["holder"].clone(), env["lock"]["epoch"].clone()), ("a".into(), 1.into()));
     assert_eq!(env["preempted"], Value::Null);
@@ -32,7 +32,7 @@ fn lock_acquire_held_status_release_and_takeover_on_git() {
     let (_, env) = g.json(&["lock", "status", "--scope", "pr-7"]);
     assert_eq!((env["lock"]["holder"].clone(), env["lock"]["expired"].clone()), ("a".into(), false.into()));
 
-    std::thread::sleep(Duration::from_millis(1100));
+    std::thread::sleep(Duration::from_millis(3100));
     let (_, env) = g.json(&["lock", "status", "--scope", "pr-7"]);
     assert_eq!(env["lock"]["expired"], true);
     let (code, env) = g.json(&["lock", "acquire", "--scope", "pr-7", "--holder", "b"]);

@@ -86,7 +86,7 @@ fn run_refuses_while_another_holds_the_lease_and_waits_with_wait() {
 }
 
 #[test]
-fn sigint_is_forwarded_and_the_lease_released() {
+fn sigint_is_forwarded_the_run_cancelled_and_the_lease_released() {
     let t = TempDir::new("sigint");
     let s = t.store();
     let script = format!("trap 'exit 42' INT; touch {}/started; while :; do sleep 0.05; done", t.0.display());
@@ -97,8 +97,10 @@ fn sigint_is_forwarded_and_the_lease_released() {
     wait_for("the command to start", Duration::from_secs(10), || t.0.join("started").exists());
     kill(child.id(), libc::SIGINT);
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(42));
+    // The command ended on the forwarded SIGINT (its trap exits 42); the run was cancelled: 128 + SIGINT.
+    assert_eq!(out.status.code(), Some(130));
     assert_eq!(lock_status(&t, "pr-1"), Value::Null);
+    assert_eq!(t.receipt("preview", "pr-1")["status"], "cancelled");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Runs the conformance corpus (`tests/scenarios/*.json`) through the core component in wasmtime, and
 //! checks that its transcript equals the native core's, step for step.
 
+mod run_journeys;
 #[path = "../../core/tests/runner/mod.rs"]
 mod runner;
 
@@ -72,6 +73,10 @@ fn conformance_corpus_through_the_component() {
             failures.push(format!("{file}: not valid JSON"));
             continue;
         };
+        if runner::journey::is_journey(doc) {
+            failures.extend(journey_through_both(&mut core, file, doc));
+            continue;
+        }
         let mut lease = ComponentLease { core: &mut core, lease: None };
         let mut component = |op: &str, input: &str| {
             if op.starts_with("lease-") {
@@ -101,4 +106,27 @@ fn conformance_corpus_through_the_component() {
         }
     }
     assert!(failures.is_empty(), "{} failure(s):\n\n{}", failures.len(), failures.join("\n\n"));
+}
+
+/// Runs a run journey through the component's `run` resource and through the native machine: the
+/// failures of both, and a failure when their transcripts differ.
+fn journey_through_both(core: &mut CoreComponent, file: &str, doc: &serde_json::Value) -> Vec<String> {
+    let mut run = run_journeys::ComponentRun::new(core);
+    let wasm = runner::journey::run(file, doc, &mut run);
+    let mut failures = wasm.failures;
+    if let Err(e) = run.close() {
+        failures.push(format!("{file}: the run does not drop: {}", e.message));
+    }
+    runner::write_transcript(file, "component", &wasm.transcript);
+    let reference = runner::journey::run(file, doc, &mut runner::native_run::NativeRun::default());
+    if wasm.transcript != reference.transcript {
+        let first = wasm.transcript.iter().zip(&reference.transcript).position(|(a, b)| a != b);
+        let at = first.unwrap_or_else(|| wasm.transcript.len().min(reference.transcript.len()));
+        failures.push(format!(
+            "{file}: the component's transcript differs from the native machine's from step {at}:\n{:#}\nvs\n{:#}",
+            wasm.transcript.get(at).unwrap_or(&serde_json::Value::Null),
+            reference.transcript.get(at).unwrap_or(&serde_json::Value::Null)
+        ));
+    }
+    failures
 }

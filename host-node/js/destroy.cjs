@@ -1,22 +1,23 @@
 'use strict';
 /**
- * Destroy runs and parent-object leases: both are leases with a purpose, built on `acquireLease`.
+ * Destroy runs and parent-object leases: runs of the core's run machine with jobs `destroy` and `object`
+ * (run-lease.cjs). The machine decides as it does for `baton destroy` and `baton lock-object`.
  */
 const { BatonError } = require('./errors.cjs');
-const { call, hostError } = require('./core.cjs');
-const { startLease, acquireLease, runUnder, fenced } = require('./lease.cjs');
-const { unresolvedError } = require('./ownership.cjs');
+const { hostError } = require('./core.cjs');
+const { checkOptions } = require('./options.cjs');
+const { startRun } = require('./run-lease.cjs');
 
 /**
- * Destroys what the scope of `options.context` owns. Checks the approval (ENV_NOT_APPROVED before any
- * lock), takes the scope's lease (holder `destroy-<8 hex>`), starts a destroy run, and asks the core for
- * the plan: what the scope owns and its intents, newest first (adopted resources are only forgotten, at
- * once). Calls `fn(resources, lease)`, which deletes each resource that exists and calls
- * `lease.forget(resource)` for each one deleted (or found absent). Then writes the final receipt
- * (`complete` only when nothing owned is left) and releases. Resolves `{status, unresolved, receipt,
- * warnings}`; rejects with what `fn` threw (the receipt says `failed`), or with INTENT_UNRESOLVED, after
- * the receipt landed, when intents were left: an interrupted run may have created them, and nothing is
- * deleted on a guess.
+ * Destroys what the scope of `options.context` owns. The run machine checks the approval (ENV_NOT_APPROVED
+ * before any lock), takes the scope's lease (holder `destroy-<8 hex>`), starts a destroy run and asks the
+ * core for the plan: what the scope owns and its intents, newest first (adopted resources are only
+ * forgotten, at once). Calls `fn(resources, lease)`, which deletes each resource that exists and calls
+ * `lease.forget(resource)` for each one deleted (or found absent). Then the final receipt (`complete` only
+ * when nothing owned is left) and the release. Resolves `{status, unresolved, receipt, warnings}` when the
+ * verdict is a success; rejects with what `fn` threw (the receipt says `failed`), or with the verdict's
+ * error, as `baton destroy` fails: INTENT_UNRESOLVED when intents were left (an interrupted run may have
+ * created them, and nothing is deleted on a guess), COMMAND_FAILED when owned resources were left.
  * @param {object} store
  * @param {object} options lease options with `context` (required) and `approvedBy`
  * @param {(resources: object[], lease: object) => unknown} fn
@@ -29,31 +30,21 @@ async function destroy(store, options, fn) {
     throw hostError('USAGE', 'destroy needs the run context: destroy(store, {context: detectContext()}, fn)');
   }
   if (options.ownership === false) throw hostError('USAGE', 'a destroy is a run: `ownership: false` does not apply');
-  const lease = await startLease(store, options, true);
-  let outcome;
-  try {
-    const plan = await lease[fenced]('destroy-plan', {});
-    let failure = null;
-    try {
-      await fn(plan.delete, lease);
-    } catch (e) {
-      failure = { error: e };
-    }
-    if (failure) {
-      await lease.finish('failed').catch(() => {});
-      throw failure.error;
-    }
-    outcome = await lease.finish('complete');
-  } finally {
-    await lease.release();
-  }
-  if (lease.signal.aborted) throw lease.signal.reason;
-  if (outcome.unresolved.length > 0) throw unresolvedError(lease.env, lease.scope, outcome.unresolved);
-  return { status: outcome.status, unresolved: outcome.unresolved, receipt: outcome.receipt, warnings: [...lease.warnings] };
+  checkOptions(options);
+  return startRun(store, options, 'destroy', {
+    work: (start, lease) => fn(start.delete ?? [], lease),
+    result: (_value, lease) => ({
+      status: lease.verdict.fields.receipt.status,
+      // A success left none (INTENT_UNRESOLVED otherwise).
+      unresolved: [],
+      receipt: lease.receipt,
+      warnings: [...lease.warnings],
+    }),
+  });
 }
 
-/** The lease options of a parent-object lease: the cell (`parent-cell`) and label from the identity. */
-function objectOptions(identity, options) {
+/** The parent object of a parent-object lease, and the lease options without it (USAGE for what does not apply). */
+function objectOf(identity, options) {
   if (typeof identity !== 'string') {
     throw hostError('USAGE', 'a parent-object lease needs the identity of the object (a string, e.g. auth0:tenant:client:abc)');
   }
@@ -61,11 +52,11 @@ function objectOptions(identity, options) {
   if (!Array.isArray(secrets) || secrets.some((s) => typeof s !== 'string')) {
     throw hostError('USAGE', 'the option `secrets` must be an array of strings (the secret values of the run)');
   }
-  for (const key of ['env', 'scope', 'context', 'ownership', 'approvedBy']) {
+  for (const key of ['env', 'scope', 'context', 'ownership', 'approvedBy', 'label']) {
     if (rest[key] !== undefined) throw hostError('USAGE', `a parent-object lease is not a run on a scope: the option \`${key}\` does not apply`);
   }
-  const cell = call('parent-cell', { identity, secrets });
-  return { label: cell.label, ...rest, env: cell.env, scope: cell.scope };
+  checkOptions(rest);
+  return { object: { identity, secrets: [...secrets] }, rest };
 }
 
 /** LOCK_HELD of a parent-object lease, naming the object (the lock itself only knows its hash). */
@@ -79,6 +70,17 @@ function naming(identity) {
   };
 }
 
+/** A parent-object lease in manual mode (`run` given) or around `work`. */
+function objectRun(store, identity, options, work) {
+  let parts;
+  try {
+    parts = objectOf(identity, options);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  return startRun(store, parts.rest, 'object', { object: parts.object, work }).catch(naming(identity));
+}
+
 /**
  * A lease on a shared provider object (a list of callback URLs, an allow list, ...) across every scope and
  * environment: the lock of cell `_locks/<first 32 hex digits of sha256(identity)>`, as the original tool
@@ -89,21 +91,18 @@ function naming(identity) {
  * @param {object} [options]
  */
 function acquireObjectLease(store, identity, options = {}) {
-  let leaseOptions;
-  try {
-    leaseOptions = objectOptions(identity, options);
-  } catch (e) {
-    return Promise.reject(e);
-  }
-  return acquireLease(store, leaseOptions).catch(naming(identity));
+  return objectRun(store, identity, options, undefined);
 }
 
-/** withLease on a parent object: acquires it (as acquireObjectLease), awaits `fn(lease)`, always releases. */
+/**
+ * withLease on a parent object: acquires it (as acquireObjectLease), awaits `fn(lease)`, always releases;
+ * the verdict is the run machine's, as for `baton lock-object`.
+ */
 async function withObjectLease(store, identity, options, fn) {
   if (typeof fn !== 'function') {
     throw hostError('USAGE', 'withObjectLease needs the work to do: withObjectLease(store, identity, options, async (lease) => { ... })');
   }
-  return runUnder(await acquireObjectLease(store, identity, options), fn);
+  return objectRun(store, identity, options, (_start, lease) => fn(lease));
 }
 
 module.exports = { destroy, acquireObjectLease, withObjectLease };

@@ -28,12 +28,9 @@ function runContext(context) {
   return { env, scope, branch, sha, pr };
 }
 
-/**
- * The scope a run of `context` inherits from (core `succession`), or null, and how long a handover may hold
- * its lock for a run whose lease has `ttlMs` (null: the default): `{predecessor, handoverTtlMs}`.
- */
-function predecessorOf(context, ttlMs = null) {
-  return call('succession', { scope: context.scope, branch: context.branch, pr: context.pr, ttlMs });
+/** The scope `context` inherits from, as the core's `succession` names it (for `scopeStatus`): `{predecessor}`. */
+function predecessorOf(context) {
+  return call('succession', { scope: context.scope, branch: context.branch, pr: context.pr, ttlMs: null });
 }
 
 const RESOURCE_FIELDS = ['adapter', 'key', 'provider', 'op', 'label', 'parent'];
@@ -61,16 +58,6 @@ function resourceOf(resource) {
   return out;
 }
 
-/** The INTENT_UNRESOLVED error of a destroy that left intents (raised after its receipt landed). */
-function unresolvedError(env, scope, unresolved) {
-  const names = unresolved.map((r) => `${r.adapter} \`${r.key}\``).join(', ');
-  return hostError(
-    'INTENT_UNRESOLVED',
-    `The destroy of ${env}/${scope} left ${unresolved.length === 1 ? 'an intent' : `${unresolved.length} intents`} unresolved: ${names}. An interrupted run may have created ${unresolved.length === 1 ? 'it' : 'them'}; nothing was deleted on a guess. Check the provider, delete what exists, and forget each one (lease.forget) in a destroy callback.`,
-    { environment: env, scope, unresolved },
-  );
-}
-
 /**
  * What a scope owns and inherits, its lock, how many resources of its environment belong to other scopes,
  * and whether a handover is pending (core `scope-status`). Read-only: no mutex, nothing created.
@@ -91,4 +78,4 @@ async function scopeStatus(store, context) {
   return status;
 }
 
-module.exports = { runContext, predecessorOf, resourceOf, unresolvedError, scopeStatus };
+module.exports = { runContext, predecessorOf, resourceOf, scopeStatus };

@@ -81,3 +81,85 @@ impl Lease {
         self.0.is_finished()
     }
 }
+
+/// One run from approval to verdict (`baton_core::run`). Times are the host's monotonic clock in whole
+/// milliseconds; the configuration, results, work ends and actions are JSON text.
+#[wasm_bindgen]
+pub struct Run(baton_core::run::RunMachine);
+
+#[wasm_bindgen]
+impl Run {
+    /// Creates a run machine from its JSON configuration; throws ENV_NOT_APPROVED, USAGE or INTERNAL.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: &str) -> Result<Self, JsValue> {
+        baton_core::run::json::run_new(config).map(Self).map_err(core_error)
+    }
+    /// The holder name of the run's lock.
+    #[wasm_bindgen(getter)]
+    pub fn holder(&self) -> String {
+        self.0.holder().to_owned()
+    }
+    /// The environment of the run's own cell.
+    #[wasm_bindgen(getter)]
+    pub fn env(&self) -> String {
+        self.0.env().to_owned()
+    }
+    /// The scope of the run's own cell.
+    #[wasm_bindgen(getter)]
+    pub fn scope(&self) -> String {
+        self.0.scope().to_owned()
+    }
+    /// Starts the run (once).
+    pub fn start(&mut self, now: f64) -> Result<(), JsValue> {
+        self.0.start(ms(now)?).map_err(core_error)
+    }
+    /// The work ended (`{"kind":"exited","code":0}`, ... as JSON text).
+    #[wasm_bindgen(js_name = workEnded)]
+    pub fn work_ended(&mut self, end: &str, now: f64) -> Result<(), JsValue> {
+        baton_core::run::json::run_work_ended(&mut self.0, end, ms(now)?).map_err(core_error)
+    }
+    /// A cancel signal reached the process: `interrupt` or `terminate`.
+    pub fn signal(&mut self, signal: &str, now: f64) -> Result<(), JsValue> {
+        baton_core::run::json::run_signal(&mut self.0, signal, ms(now)?).map_err(core_error)
+    }
+    /// Manual mode: the final receipt and the handover, keeping the lease.
+    pub fn finish(&mut self, succeeded: bool, now: f64) -> Result<(), JsValue> {
+        self.0.finish(succeeded, ms(now)?).map_err(core_error)
+    }
+    /// Ends the run early or after `finish`.
+    pub fn release(&mut self, now: f64) -> Result<(), JsValue> {
+        self.0.release(ms(now)?);
+        Ok(())
+    }
+    /// Wakes the machine.
+    #[wasm_bindgen(js_name = handleTimeout)]
+    pub fn handle_timeout(&mut self, now: f64) -> Result<(), JsValue> {
+        self.0.handle_timeout(ms(now)?);
+        Ok(())
+    }
+    /// Reports the outcome of store or read request `id`.
+    #[wasm_bindgen(js_name = handleStoreResult)]
+    pub fn handle_store_result(&mut self, id: f64, result: &str, now: f64) -> Result<(), JsValue> {
+        baton_core::run::json::run_store_result(&mut self.0, ms(id)?, result, ms(now)?).map_err(core_error)
+    }
+    /// The next action as JSON text, or `undefined`.
+    #[wasm_bindgen(js_name = pollAction)]
+    pub fn poll_action(&mut self) -> Option<String> {
+        baton_core::run::json::run_poll_action(&mut self.0)
+    }
+    /// When to call `handleTimeout` next, or `undefined`.
+    #[wasm_bindgen(js_name = pollTimeout)]
+    pub fn poll_timeout(&self) -> Option<f64> {
+        self.0.poll_timeout().map(|t| t as f64)
+    }
+    /// The epoch to fence writes with while the lease is safely held at `now`, or `undefined`.
+    #[wasm_bindgen(js_name = fencingToken)]
+    pub fn fencing_token(&self, now: f64) -> Result<Option<f64>, JsValue> {
+        Ok(self.0.fencing_token(ms(now)?).map(|t| t as f64))
+    }
+    /// Whether the run is over.
+    #[wasm_bindgen(js_name = isFinished)]
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+}

@@ -367,7 +367,7 @@ test('destroy never drops an unresolved intent: INTENT_UNRESOLVED after the rece
   );
   assert.deepEqual(offered, [['maybe-created', 'intent'], ['db-feat-search', 'baton']], 'newest first, intents included');
   assert.equal(e.code, 'INTENT_UNRESOLVED');
-  assert.match(e.message, /neon `maybe-created`/);
+  assert.match(e.message, /may have created neon:maybe-created but the destroy did not resolve it/, 'the core\'s message, as the CLI prints it');
   assert.deepEqual(e.details.unresolved.map((r) => r.key), ['maybe-created']);
   const after = receipt('pr-11');
   assert.equal(after.destroy, true);
@@ -390,12 +390,16 @@ test('destroy never drops an unresolved intent: INTENT_UNRESOLVED after the rece
   assert.equal(done.status, 'complete');
   assert.deepEqual(receipt('pr-11').ledger, []);
 
-  // Owned entries the callback left: the destroy is failed (no throw: nothing was guessed).
+  // Owned entries the callback left: the destroy fails COMMAND_FAILED, as `baton destroy` does.
   await withLease(store, { context, ...quiet }, (lease) => lease.record(db, 'br_2'));
-  const partial = await destroy(store, { context, ...quiet }, async () => {});
-  assert.equal(partial.status, 'failed');
-  assert.deepEqual(partial.unresolved, []);
+  const partial = await rejection(destroy(store, { context, ...quiet }, async () => {}));
+  assert.equal(partial.code, 'COMMAND_FAILED');
+  assert.match(partial.message, /exited 0 but 1 resource\(s\) were not reported deleted/);
+  assert.equal(partial.details.receipt.status, 'failed', "the verdict's fields are in the details");
+  assert.equal(partial.details.released, true);
+  assert.equal(receipt('pr-11').status, 'failed');
   assert.equal(receipt('pr-11').ledger.length, 1);
+  assert.equal(await store.readLock({ env: 'preview', scope: 'pr-11' }), null, 'released');
 });
 
 test('production needs a non-blank approver, refused before any lock or file; the approver is recorded trimmed', async () => {
@@ -641,6 +645,9 @@ test('runs on leases: misuse is USAGE, ownership without a context, finishing cl
   const usage = async (options) => assert.equal((await rejection(acquireLease(store, { ...options, ...quiet }))).code, 'USAGE');
   await usage({ context: ctx('pr-3', 'x', 3), scope: 'pr-4' });
   await usage({ env: 'preview', scope: 'pr-3', approvedBy: 'alice' });
+  await usage({ env: 'preview', scope: 'pr-3', handleSignals: false });
+  await usage({ env: 'preview', scope: 'pr-3', cancelGraceMs: 1000 });
+  await usage({ context: ctx('pr-3', 'x', 3), handleSignals: 'no' });
   await usage({ context: { env: 'preview' } });
   await usage({ context: ctx('pr-3', 'x', -3) });
   await usage({ context: ctx('pr-3', 'x', 3), ownership: 'yes' });
@@ -665,11 +672,21 @@ test('runs on leases: misuse is USAGE, ownership without a context, finishing cl
   assert.deepEqual(receipt('pr-3').ledger.map(brief), [{ adapter: 'vercel', key: 'API_URL', id: 'env_3', createdBy: 'baton' }]);
   assert.equal(receipt('pr-3').ctx.git.branch, null);
 
-  // withLease leaves a run the work finished itself alone.
-  await withLease(store, { context: ctx('pr-3', 'x', 3), ...quiet }, async (l) => {
-    await l.finish('failed');
-  });
+  // withLease leaves a run the work finished itself alone; a run finished `failed` is a failed run.
+  const failed = await rejection(
+    withLease(store, { context: ctx('pr-3', 'x', 3), ...quiet }, async (l) => {
+      await l.finish('failed');
+    }),
+  );
+  assert.equal(failed.code, 'COMMAND_FAILED');
   assert.equal(receipt('pr-3').status, 'failed');
+  assert.equal(await store.readLock({ env: 'preview', scope: 'pr-3' }), null, 'released');
+  const value = await withLease(store, { context: ctx('pr-3', 'x', 3), ...quiet }, async (l) => {
+    assert.equal((await l.finish('complete')).status, 'complete');
+    return 'done';
+  });
+  assert.equal(value, 'done');
+  assert.equal(receipt('pr-3').status, 'complete');
 });
 
 test('a lost lease writes nothing more: ledger operations and the finish are refused (LOCK_LOST)', async () => {
@@ -726,9 +743,11 @@ test('a handover that fails is a warning: the run stays complete and the next ru
   await lease.release();
   assert.equal(finished.status, 'complete');
   assert.equal(finished.handedOver, 0);
-  assert.equal(finished.warnings.length, 1);
-  assert.match(finished.warnings[0], /^Could not hand over the resources of scope `branch-feat-y`: The lock of preview\/branch-feat-y/);
-  assert.ok(seen.warnings.includes(finished.warnings[0]));
+  // The run's warnings so far: the inheritance, then the handover put off.
+  assert.equal(finished.warnings.length, 2);
+  assert.match(finished.warnings[0], /^Inherited 1 resource/);
+  assert.match(finished.warnings[1], /^Could not hand over the resources of scope `branch-feat-y`: The lock of preview\/branch-feat-y/);
+  assert.deepEqual(seen.warnings, finished.warnings);
   assert.equal(receipt('pr-12').status, 'complete');
   assert.equal(receipt('branch-feat-y').ledger.length, 1, 'nothing handed over');
 

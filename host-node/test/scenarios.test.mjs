@@ -1,5 +1,6 @@
 // The Node runner of the conformance corpus (tests/scenarios/README.md): every scenario through the wasm
-// core, with the cell threaded through the steps exactly as a store would thread it.
+// core, with the cell threaded through the steps exactly as a store would thread it; run journeys through
+// the `Run` class (../test-journeys.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -7,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { invoke, BatonError } from 'baton-lease';
+import { isJourney, runJourney } from '../test-journeys.mjs';
 
 // The wasm-bindgen module itself, for the `Lease` class the lease-* steps drive.
 const wasm = createRequire(import.meta.url)('../pkg/baton_node.js');
@@ -151,7 +153,7 @@ test('the corpus is not empty', () => {
 for (const file of files) {
   test(`scenario ${file}`, () => {
     const scenario = JSON.parse(readFileSync(path.join(corpus, file), 'utf8'));
-    const transcript = runScenario(scenario);
+    const transcript = isJourney(scenario) ? runJourney(scenario, match) : runScenario(scenario);
     const out = process.env.BATON_TRANSCRIPT_DIR;
     if (out) {
       mkdirSync(out, { recursive: true });
@@ -192,4 +194,46 @@ test('the runner drives the lease machine and fails on a mismatch', () => {
   assert.throws(() => runScenario(scenario({ expectError: 'INTERNAL' })), /expected INTERNAL/);
   const noLease = { steps: [{ op: 'lease-acquire', input: { now: 0 }, expectError: 'INTERNAL' }, { op: 'lease-new', input: { env: 'preview', scope: 'pr-1', holder: 'a', ttlMs: 0 }, expectError: 'USAGE' }] };
   assert.deepEqual(runScenario(noLease).map((t) => t.error), ['INTERNAL', 'USAGE']);
+});
+
+test('the journey runner fails on a mismatch, a wrong error and a malformed step', () => {
+  const config = { job: 'run', context: { env: 'preview', scope: 'main', branch: 'main' }, random: '0123456789abcdef0123456789abcdef0123456789' };
+  const journey = (...steps) => ({ name: 'self-test', journey: [{ do: 'create', config, expect: { holder: 'run-01234567' } }, ...steps] });
+  const started = { do: 'start', expect: { actions: [{ type: 'note' }, { type: 'store', id: 1, op: 'lock-acquire' }], timeout: null } };
+  assert.equal(runJourney(journey(started, { do: 'store', expect: { actions: [{}, {}, {}] } }, { do: 'work-ended', end: { kind: 'exited', code: 0 }, expect: {} }, { do: 'store', expect: {} }), match).length, 5);
+  assert.throws(() => runJourney(journey({ do: 'start', expect: { actions: [] } }), match), /array length/);
+  assert.throws(() => runJourney(journey(started, { do: 'store', expectError: 'LOCK_HELD' }), match), /expected LOCK_HELD/);
+  assert.throws(() => runJourney(journey({ do: 'fly', expect: {} }), match), /`do` must be one of/);
+  assert.throws(() => runJourney(journey(started), match), /the run is not done/);
+});
+
+test('the journey runner catches a machine that breaks the guarantees', () => {
+  const work = { type: 'start-work', env: {}, epoch: 1, label: 'x' };
+  const done = { type: 'done', verdict: { exit: 0, ok: true, fields: {} } };
+  const cases = [
+    [[work, { type: 'store', id: 1, op: 'lock-release', request: {} }], /the lock is released while the work may still run/],
+    [[{ type: 'signal', signal: 'kill' }], /a signal for work that is not running/],
+    [[work, done], /the run is done while the work may still run/],
+    [[done, { type: 'note', text: 'late' }], /an action after `done`/],
+    [[work, work], /the work is started twice/],
+  ];
+  for (const [actions, want] of cases) {
+    /** A machine that says what it is scripted to say when started. */
+    class Scripted {
+      queue = [];
+      holder = 'scripted';
+      start() {
+        this.queue.push(...actions.map((a) => JSON.stringify(a)));
+      }
+      pollAction() {
+        return this.queue.shift();
+      }
+      pollTimeout() {
+        return undefined;
+      }
+      free() {}
+    }
+    const doc = { name: 'broken machine', journey: [{ do: 'create', config: { context: { env: 'preview', scope: 'main' } }, expect: {} }, { do: 'start', expect: {} }] };
+    assert.throws(() => runJourney(doc, match, Scripted), want);
+  }
 });

@@ -32,6 +32,7 @@ import {
   type CheckResult,
   type CreatedBy,
   type DestroyResult,
+  type RunVerdict,
   type FinishResult,
   type LedgerEntry,
   type ListedScope,
@@ -216,6 +217,13 @@ async function ownership(store: Store): Promise<void> {
     await l.record({ adapter: 'vercel', key: 'API_URL' }, 'env_1');
     return l.epoch;
   });
+  // Cancellation: the process's signals, the grace, progress lines; the verdict once over.
+  await withLease(store, { context: run, handleSignals: false, cancelGraceMs: 2000, onNote: (t: string) => void t }, async (l) => {
+    const v: RunVerdict | null | undefined = l.verdict;
+    void v;
+  });
+  // @ts-expect-error a plain lease has no run to cancel
+  await withLease(store, { env: 'preview', scope: 'pr-1', handleSignals: false }, async () => {});
 
   const result: DestroyResult = await destroy(store, { context, approvedBy: 'bob', wait: true }, async (resources, l) => {
     for (const r of resources) {
@@ -225,7 +233,7 @@ async function ownership(store: Store): Promise<void> {
       await l.forget(r);
     }
   });
-  const destroyed: 'complete' | 'failed' = result.status;
+  const destroyed: 'complete' = result.status;
 
   const objectLease: Lease = await acquireObjectLease(store, 'auth0:tenant:client:abc', { secrets: ['s3cret'], wait: true });
   await objectLease.release();

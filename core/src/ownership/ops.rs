@@ -70,7 +70,7 @@ impl Resource {
 }
 
 /// The run's context as the receipt records it (`ctx`).
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunContext {
     /// Environment.
@@ -340,7 +340,8 @@ pub fn check(
     serde_json::to_value(written(&r, Vec::new(), facts)?).map_err(|e| CoreError::internal(e.to_string()))
 }
 
-/// `run-finish`: the run's final receipt (fenced): `status`, `finishedAt`, the commit moved to the end of
+/// `run-finish`: the run's final receipt (fenced): `status` (`complete`, `failed`, or `cancelled` after a
+/// cancel signal), `finishedAt`, the commit moved to the end of
 /// `history`. A destroy run is `complete` only when nothing it owns is left; intents left over are named in
 /// `unresolved` (the host reports `INTENT_UNRESOLVED` after the receipt landed).
 pub fn run_finish(
@@ -349,6 +350,7 @@ pub fn run_finish(
     epoch: u64,
     now: UnixMs,
     succeeded: bool,
+    cancelled: bool,
     sha: Option<&str>,
 ) -> Result<Written, CoreError> {
     let mut r = run_receipt(cell, holder, epoch, now)?;
@@ -356,8 +358,13 @@ pub fn run_finish(
     let left: Vec<&LedgerEntry> = r.ledger.iter().filter(|e| e.created_by() != CreatedBy::Adopted).collect();
     let unresolved: Vec<ResourceRef> =
         left.iter().filter(|e| e.created_by() == CreatedBy::Intent).map(|e| e.to_ref()).collect();
-    let complete = succeeded && (!destroy || left.is_empty());
-    r.set("status", if complete { "complete" } else { "failed" });
+    let complete = succeeded && !cancelled && (!destroy || left.is_empty());
+    let status = match (complete, cancelled) {
+        (true, _) => "complete",
+        (false, true) => "cancelled",
+        (false, false) => "failed",
+    };
+    r.set("status", status);
     r.doc.shift_remove("inProgress");
     r.set("finishedAt", format_iso(now));
     if let Some(sha) = sha.filter(|s| !s.is_empty()) {
@@ -367,7 +374,7 @@ pub fn run_finish(
         r.set("history", history);
     }
     let mut facts = Map::new();
-    facts.insert("status".into(), json!(if complete { "complete" } else { "failed" }));
+    facts.insert("status".into(), json!(status));
     facts.insert("unresolved".into(), serde_json::to_value(&unresolved).unwrap_or_default());
     written(&r, Vec::new(), facts)
 }

@@ -2,10 +2,14 @@
 //!
 //! [`run`] takes a scenario and an `invoke` function (the native core, or the component in wasmtime) and
 //! returns the transcript and every failure; nothing is written to disk. Include it from another crate's
-//! test with `#[path = ".../core/tests/runner/mod.rs"] mod runner;`.
+//! test with `#[path = ".../core/tests/runner/mod.rs"] mod runner;`. Run journeys (files with `journey`
+//! instead of `steps`) go through [`journey::run`] instead.
 
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+
+pub(crate) mod journey;
+pub(crate) mod native_run;
 
 /// The corpus directory of this repository.
 pub(crate) fn corpus_dir() -> PathBuf {
@@ -36,6 +40,22 @@ pub(crate) fn load(dir: &Path) -> Result<Vec<Loaded>, String> {
             (name, doc)
         })
         .collect())
+}
+
+/// Writes `transcript` to `$BATON_TRANSCRIPT_DIR/<file stem>.<runner>.json` when that variable is set (to
+/// read or diff what a runner saw; the Node runner writes `<stem>.node.json` the same way).
+pub(crate) fn write_transcript(file: &str, runner: &str, transcript: &[Value]) {
+    let Some(dir) = std::env::var_os("BATON_TRANSCRIPT_DIR") else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let stem = file.strip_suffix(".json").unwrap_or(file);
+    let text = serde_json::to_string_pretty(transcript).unwrap_or_default() + "\n";
+    if let Err(e) =
+        std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(dir.join(format!("{stem}.{runner}.json")), text))
+    {
+        eprintln!("cannot write the transcript of {file} to {}: {e}", dir.display());
+    }
 }
 
 /// What running one scenario gave.

@@ -1532,64 +1532,65 @@ impl World<'_> {
         let plan = self.plan;
         let cell = &self.cells[c];
         let rp = &plan.runs[r];
-        let answer: Result<Changed, CoreError> =
-            match req {
-                Req::Begin => {
-                    // As host-native: only a predecessor with a receipt takes part (`branch-feat-y` has none).
-                    let pred = match (scope, rp.destroy, &run.pred_text) {
-                        (PR7, false, Some(text)) => {
-                            Some(OtherScope { scope: SCOPES[BRANCH].into(), text: Some(text.clone()) })
-                        }
-                        _ => None,
-                    };
-                    ownership::run_begin(
-                        cell,
-                        &holder,
-                        epoch,
-                        now_ms,
-                        &context(scope),
-                        "",
-                        None,
-                        None,
-                        rp.destroy,
-                        pred.as_ref(),
-                    )
-                    .map(|w| (w.changes, w.receipt, w.facts))
-                }
-                Req::DestroyPlan => {
-                    ownership::destroy_plan(cell, &holder, epoch, now_ms).map(|w| (w.changes, w.receipt, w.facts))
-                }
-                Req::Intend(k) => ownership::intend(cell, &holder, epoch, now_ms, &resource(*k))
-                    .map(|w| (w.changes, w.receipt, w.facts)),
-                Req::Record(k) => {
-                    let id = format!("id-{r}-{k}-{}", self.commits + 1);
-                    ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id)
-                        .map(|w| (w.changes, w.receipt, w.facts))
-                }
-                Req::Forget(k) => ownership::forget(cell, &holder, epoch, now_ms, &resource(*k))
-                    .map(|w| (w.changes, w.receipt, w.facts)),
-                Req::Check { key, change } => ownership::check(
+        let answer: Result<Changed, CoreError> = match req {
+            Req::Begin => {
+                // As host-native: only a predecessor with a receipt takes part (`branch-feat-y` has none).
+                let pred = match (scope, rp.destroy, &run.pred_text) {
+                    (PR7, false, Some(text)) => {
+                        Some(OtherScope { scope: SCOPES[BRANCH].into(), text: Some(text.clone()) })
+                    }
+                    _ => None,
+                };
+                ownership::run_begin(
                     cell,
-                    Some((&holder, epoch)),
+                    &holder,
+                    epoch,
                     now_ms,
-                    &resource(*key),
-                    *change,
-                    &run.list,
-                    predecessor(scope),
+                    &context(scope),
+                    "",
+                    None,
+                    None,
+                    rp.destroy,
+                    pred.as_ref(),
                 )
-                .and_then(|mut v| {
-                    let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
-                        .map_err(|e| CoreError::internal(format!("check changes: {e}")))?;
-                    let receipt = v.get_mut("receipt").map(Value::take).unwrap_or(Value::Null);
-                    let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
-                    Ok((changes, receipt, facts))
-                }),
-                Req::Finish { succeeded } => ownership::run_finish(cell, &holder, epoch, now_ms, *succeeded, None)
-                    .map(|w| (w.changes, w.receipt, w.facts)),
-                Req::Handover { ledger, .. } => ownership::handover(cell, &holder, epoch, now_ms, SCOPES[PR7], ledger)
-                    .map(|w| (w.changes, w.receipt, w.facts)),
-                _ => unreachable!("reads and handover locks are handled above"),
-            };
+                .map(|w| (w.changes, w.receipt, w.facts))
+            }
+            Req::DestroyPlan => {
+                ownership::destroy_plan(cell, &holder, epoch, now_ms).map(|w| (w.changes, w.receipt, w.facts))
+            }
+            Req::Intend(k) => {
+                ownership::intend(cell, &holder, epoch, now_ms, &resource(*k)).map(|w| (w.changes, w.receipt, w.facts))
+            }
+            Req::Record(k) => {
+                let id = format!("id-{r}-{k}-{}", self.commits + 1);
+                ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id)
+                    .map(|w| (w.changes, w.receipt, w.facts))
+            }
+            Req::Forget(k) => {
+                ownership::forget(cell, &holder, epoch, now_ms, &resource(*k)).map(|w| (w.changes, w.receipt, w.facts))
+            }
+            Req::Check { key, change } => ownership::check(
+                cell,
+                Some((&holder, epoch)),
+                now_ms,
+                &resource(*key),
+                *change,
+                &run.list,
+                predecessor(scope),
+            )
+            .and_then(|mut v| {
+                let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
+                    .map_err(|e| CoreError::internal(format!("check changes: {e}")))?;
+                let receipt = v.get_mut("receipt").map(Value::take).unwrap_or(Value::Null);
+                let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
+                Ok((changes, receipt, facts))
+            }),
+            Req::Finish { succeeded } => ownership::run_finish(cell, &holder, epoch, now_ms, *succeeded, false, None)
+                .map(|w| (w.changes, w.receipt, w.facts)),
+            Req::Handover { ledger, .. } => ownership::handover(cell, &holder, epoch, now_ms, SCOPES[PR7], ledger)
+                .map(|w| (w.changes, w.receipt, w.facts)),
+            _ => unreachable!("reads and handover locks are handled above"),
+        };
         let (changes, receipt, facts) = match answer {
             Ok(a) => a,
             Err(e) => {

@@ -1,7 +1,6 @@
 //! `baton lock acquire|release|status`.
 
 use crate::cli::{AcquireArgs, BreakArgs, FenceArgs, ReleaseArgs, RenewArgs, TargetArgs};
-use crate::driver::Driver;
 use crate::duration::human;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
@@ -57,90 +56,40 @@ pub(crate) fn required_fence(fence: &FenceArgs, what: &str) -> Result<(String, u
     Ok((holder, epoch))
 }
 
-/// `baton lock acquire`: one lease acquisition through the core's lease machine (which also does the
-/// waiting); the lock then stays held until released, renewed or expired.
-pub async fn acquire(mut core: CoreComponent, args: &AcquireArgs) -> (CoreComponent, Outcome) {
+/// `baton lock acquire`: one acquisition through the core's run machine (job `acquire`, which also does the
+/// waiting and the approval); the lock then stays held until released, renewed or expired.
+pub async fn acquire(core: CoreComponent, args: &AcquireArgs) -> (CoreComponent, Outcome) {
+    let mut core = core;
     let t = match target(&mut core, &args.target) {
         Ok(t) => t,
         Err(e) => return (core, Err(e)),
     };
-    // Approval before any lock is taken: no command gets a production lock without one.
-    if let Err(e) = core.invoke("approval", &json!({ "env": t.env, "approvedBy": args.approved_by })) {
-        return (core, Err(e));
-    }
-    let named = args.holder.clone().filter(|h| !h.trim().is_empty());
-    let holder = named.clone().unwrap_or_else(|| format!("run-{}", random_hex(4)));
-    let mut config = args.lease.config(&t.env, &t.scope, &holder);
-    config["uniqueHolder"] = named.is_none().into();
-    let mut driver = match Driver::start(core, t.store.clone(), &config) {
-        Ok(d) => d,
-        Err((core, e)) => return (core, Err(e)),
-    };
-    let outcome = acquire_with(&mut driver, &t).await;
-    let outcome = outcome.map(|(acquired, _later)| {
-        if !args.target.json {
-            let lock = &acquired["lock"];
-            note(format!(
-                "acquired {}/{} as {holder} (epoch {}) until {}",
-                t.env,
-                t.scope,
-                lock["epoch"],
-                lock["expiresAt"].as_str().unwrap_or("?")
-            ));
-            println!("{holder}");
-        }
-        data(&t, [("lock", acquired["lock"].clone()), ("preempted", acquired["preempted"].clone())])
-    });
-    (driver.into_core(), outcome)
-}
-
-/// Drives the machine until the lease is acquired (the `acquired` event) or refused, printing progress
-/// while waiting. Returns the `acquired` event and the events that came after it in the same batch (a
-/// `must-stop` after a very slow acquire), which the caller must handle.
-pub(crate) async fn acquire_with(driver: &mut Driver, t: &Target) -> Result<(Value, Vec<Value>), HostError> {
-    let mut events = driver.acquire()?;
-    loop {
-        let mut batch = events.into_iter();
-        while let Some(event) = batch.next() {
-            match event["kind"].as_str() {
-                Some("acquired") => {
-                    if let Some(w) = event["warning"].as_str() {
-                        note(w);
-                    }
-                    return Ok((event, batch.collect()));
-                }
-                Some("waiting") => note(format!(
-                    "waiting for {}/{}: held by {} until {} (waited {}, giving up in {})",
+    let mut config = super::run::run_config("acquire", &args.lease, None);
+    config["context"] = t.context.clone();
+    config["approvedBy"] = json!(args.approved_by);
+    config["holder"] = json!(args.holder);
+    let (core, verdict) = crate::driver::drive(core, t.store.clone(), &config, None).await;
+    let outcome = match verdict.error {
+        Some(e) => Err(e),
+        None => {
+            let fields = verdict.fields;
+            let holder = fields.get("holder").and_then(Value::as_str).unwrap_or_default().to_owned();
+            if !args.target.json {
+                let lock = fields.get("lock").cloned().unwrap_or(Value::Null);
+                note(format!(
+                    "acquired {}/{} as {holder} (epoch {}) until {}",
                     t.env,
                     t.scope,
-                    event["holder"].as_str().unwrap_or("?"),
-                    event["expiresAt"].as_str().unwrap_or("?"),
-                    human(event["waitedMs"].as_i64().unwrap_or(0)),
-                    human(event["remainingMs"].as_i64().unwrap_or(0)),
-                )),
-                Some("acquire-failed") => {
-                    return Err(match event["error"].as_object() {
-                        Some(obj) => HostError::from_json(obj.clone()),
-                        None => HostError::internal("acquire failed without an error"),
-                    });
-                }
-                _ => {}
+                    lock["epoch"],
+                    lock["expiresAt"].as_str().unwrap_or("?")
+                ));
+                println!("{holder}");
             }
+            let field = |k: &str| fields.get(k).cloned().unwrap_or(Value::Null);
+            Ok(data(&t, [("lock", field("lock")), ("preempted", field("preempted"))]))
         }
-        let wake = driver.wake_at()?;
-        events = tokio::select! {
-            Some((id, outcome)) = driver.next_result() => driver.on_result(id, &outcome)?,
-            () = sleep_until(wake) => driver.on_timeout()?,
-        };
-    }
-}
-
-/// Sleeps until `at`, or forever without one.
-pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
+    };
+    (core, outcome)
 }
 
 /// `baton lock renew`.

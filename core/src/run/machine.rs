@@ -1,0 +1,705 @@
+//! The run state machine. See the module doc of [`crate::run`] for the contract.
+
+use super::action::{CellRef, HostSignal, RunAction, Verdict, WorkEnd, WorkSignal};
+use super::config::{Checked, Job, RunConfig};
+use super::verdict::{self, Facts};
+use crate::error::{CoreError, ErrorCode};
+use crate::lease::{Action, LeaseEvent, LeaseMachine, Mono, StoreResult};
+use crate::ownership::{handover_ttl_ms, predecessor_of};
+use crate::time::human_ms;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, VecDeque};
+
+/// Where the run is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Acquiring,
+    /// The checkpoint receipt (and a destroy's plan) is being written; the work has not started.
+    Beginning,
+    /// The work runs; waiting for `work_ended` (or, in Node's manual mode, `finish`/`release`).
+    Working,
+    /// The final receipt and the handover are being written.
+    Finishing,
+    /// Finished by `finish`; the lease stays held until `release`.
+    Held,
+    Releasing,
+    Done,
+}
+
+/// The run's own store step in flight (at most one at a time; the lease's requests are separate).
+#[derive(Clone, Debug, PartialEq)]
+enum Step {
+    ReadPredecessor,
+    RunBegin,
+    DestroyPlan,
+    RunFinish,
+    HandoverLock,
+    Handover { epoch: Value },
+    HandoverRelease,
+}
+
+/// What comes after the final receipt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Then {
+    Release,
+    Hold,
+}
+
+/// A cancel in progress.
+#[derive(Clone, Copy, Debug)]
+struct Cancel {
+    first: HostSignal,
+    count: u32,
+}
+
+/// One run of a scope (or a parent object, or a plain acquire) from approval to verdict. See [`crate::run`].
+#[derive(Debug)]
+pub struct RunMachine {
+    cfg: Checked,
+    lease: LeaseMachine,
+    phase: Phase,
+    next_id: u64,
+    /// Run action id -> lease machine request id.
+    lease_ids: BTreeMap<u64, u64>,
+    step: Option<(u64, Step)>,
+    then: Then,
+    actions: VecDeque<RunAction>,
+    facts: Facts,
+    /// The predecessor scope (a PR's head branch) and whether it has a receipt to inherit from.
+    predecessor: Option<String>,
+    predecessor_text: Option<String>,
+    cancel: Option<Cancel>,
+    term_at: Option<Mono>,
+    kill_at: Option<Mono>,
+}
+
+impl RunMachine {
+    /// Creates an idle machine. Refuses before anything is locked: `ENV_NOT_APPROVED` for production
+    /// without an approver, `USAGE` for a bad name or timing, `INTERNAL` for a host that passed no randomness.
+    pub fn new(config: RunConfig) -> Result<Self, CoreError> {
+        let cfg = config.check()?;
+        let lease = LeaseMachine::new(cfg.lease.clone())?;
+        let facts = Facts::new(&cfg);
+        Ok(Self {
+            cfg,
+            lease,
+            phase: Phase::Idle,
+            next_id: 1,
+            lease_ids: BTreeMap::new(),
+            step: None,
+            then: Then::Release,
+            actions: VecDeque::new(),
+            facts,
+            predecessor: None,
+            predecessor_text: None,
+            cancel: None,
+            term_at: None,
+            kill_at: None,
+        })
+    }
+
+    /// The predecessor scope whose receipt this run inherits from (a PR's head branch with a receipt), once
+    /// the run has begun.
+    pub fn predecessor(&self) -> Option<&str> {
+        self.predecessor.as_deref().filter(|_| self.predecessor_text.is_some())
+    }
+
+    /// The holder name the run's lock is written under.
+    pub fn holder(&self) -> &str {
+        &self.cfg.lease.holder
+    }
+
+    /// The environment of the run's own cell (for a parent object: `_locks`).
+    pub fn env(&self) -> &str {
+        &self.cfg.lease.env
+    }
+
+    /// The scope of the run's own cell (for a parent object: the 32-hex cell name).
+    pub fn scope(&self) -> &str {
+        &self.cfg.lease.scope
+    }
+
+    /// Starts the run: acquires the lease (waiting if configured). Call once; again is `INTERNAL`.
+    pub fn start(&mut self, now: Mono) -> Result<(), CoreError> {
+        if self.phase != Phase::Idle {
+            return Err(CoreError::internal("start called twice on one run"));
+        }
+        self.phase = Phase::Acquiring;
+        self.note(format!("{}; acquiring the lease as {}", self.cfg.lease.label(), self.holder()));
+        self.lease.acquire(now)?;
+        self.pump(now);
+        Ok(())
+    }
+
+    /// The work ended (after `start-work`). The machine writes the final receipt (`complete` only when it
+    /// exited 0 with the lease held throughout and no cancel), hands over after a successful run, releases,
+    /// and ends with `done`. `INTERNAL` when no work was started.
+    pub fn work_ended(&mut self, end: WorkEnd, now: Mono) -> Result<(), CoreError> {
+        if self.phase != Phase::Working || self.facts.work.is_some() {
+            return Err(CoreError::internal("work-ended without work running"));
+        }
+        self.term_at = None;
+        self.kill_at = None;
+        if let WorkEnd::NotStarted { message } = &end {
+            self.note(message.clone());
+        }
+        let succeeded = end == WorkEnd::Exited { code: 0 } && self.facts.lost.is_none() && self.cancel.is_none();
+        self.facts.work = Some(end);
+        self.finish_receipt(succeeded, Then::Release, now);
+        Ok(())
+    }
+
+    /// Node's manual mode: writes the final receipt (`complete` when `succeeded`) and hands over, keeping the
+    /// lease; ends with `finished` (whose outcome has `error` when the receipt did not land: the run is then
+    /// still open and `finish` may be called again). `USAGE` when the run is not open.
+    pub fn finish(&mut self, succeeded: bool, now: Mono) -> Result<(), CoreError> {
+        if self.phase != Phase::Working || !self.cfg.job.has_receipt() || self.facts.work.is_some() {
+            return Err(CoreError::usage(format!(
+                "the run on {} is not open: its receipt is final or it never started",
+                self.cfg.lease.label()
+            )));
+        }
+        self.facts.work = Some(WorkEnd::Exited { code: if succeeded { 0 } else { 1 } });
+        let succeeded = succeeded && self.facts.lost.is_none() && self.cancel.is_none();
+        self.finish_receipt(succeeded, Then::Hold, now);
+        Ok(())
+    }
+
+    /// Ends the run early or after `finish`: gives up a wait, or releases the lease. Without a final receipt
+    /// the checkpoint stays (as after a crash: the next run continues from it). No-op once finishing.
+    pub fn release(&mut self, now: Mono) {
+        match self.phase {
+            Phase::Idle => self.done(now),
+            Phase::Acquiring => {
+                self.facts.given_up = true;
+                self.lease.release(now);
+                self.pump(now);
+            }
+            Phase::Working | Phase::Held => {
+                if self.facts.work.is_none() {
+                    self.facts.released_early = true;
+                }
+                self.begin_release(now);
+            }
+            Phase::Beginning => self.facts.given_up = true,
+            Phase::Finishing | Phase::Releasing | Phase::Done => {}
+        }
+    }
+
+    /// The host process received a cancel signal. While waiting: stop waiting and end (`INTERRUPTED`,
+    /// 128 + signal). While the work runs: a first SIGINT is forwarded as SIGINT, a SIGTERM or a second SIGINT
+    /// as SIGTERM (and SIGTERM follows by itself half-way through the grace); at the end of the grace the
+    /// work's group is killed. Then the receipt says `cancelled` and the lease is released: the lock is never
+    /// released while the work may still run.
+    pub fn signal(&mut self, sig: HostSignal, now: Mono) {
+        let first = self.cancel.is_none();
+        let cancel = self.cancel.get_or_insert(Cancel { first: sig, count: 0 });
+        cancel.count += 1;
+        let count = cancel.count;
+        match self.phase {
+            Phase::Idle => self.done(now),
+            Phase::Acquiring => {
+                if first {
+                    self.note(format!("{}: giving up the lease before anything ran", sig.name()));
+                    self.lease.release(now);
+                    self.pump(now);
+                }
+            }
+            Phase::Working => {
+                if self.facts.work.is_some() {
+                    return;
+                }
+                let grace = self.cfg.cancel_grace_ms;
+                if first {
+                    self.kill_at = Some(self.kill_at.map_or(now + grace, |k| k.min(now + grace)));
+                    self.note(format!(
+                        "{}: cancelling; the command gets {} to stop, then it is killed, the receipt says `cancelled` and the lease is released",
+                        sig.name(),
+                        human_ms(grace)
+                    ));
+                }
+                if sig == HostSignal::Interrupt && count == 1 {
+                    self.term_at = Some(now + grace / 2);
+                    self.work_signal(WorkSignal::Interrupt);
+                } else {
+                    self.term_at = None;
+                    self.work_signal(WorkSignal::Terminate);
+                }
+            }
+            Phase::Beginning => {
+                if first {
+                    self.note(format!(
+                        "{}: the run is starting; it stops before the command starts and releases the lease",
+                        sig.name()
+                    ));
+                }
+            }
+            Phase::Finishing | Phase::Held | Phase::Releasing | Phase::Done => {}
+        }
+    }
+
+    /// Wakes the machine at (or after) `poll_timeout`. Spurious calls are no-ops.
+    pub fn handle_timeout(&mut self, now: Mono) {
+        if self.phase == Phase::Working && self.facts.work.is_none() {
+            if self.term_at.is_some_and(|t| now >= t) {
+                self.term_at = None;
+                self.work_signal(WorkSignal::Terminate);
+            }
+            if self.kill_at.is_some_and(|t| now >= t) {
+                self.kill_at = None;
+                self.term_at = None;
+                self.work_signal(WorkSignal::Kill);
+            }
+        }
+        self.lease.handle_timeout(now);
+        self.pump(now);
+    }
+
+    /// Reports the outcome of store or read request `id`. An id not in flight is `INTERNAL`.
+    pub fn handle_store_result(&mut self, id: u64, result: StoreResult, now: Mono) -> Result<(), CoreError> {
+        if let Some(lease_id) = self.lease_ids.remove(&id) {
+            self.lease.handle_store_result(lease_id, result, now)?;
+            self.pump(now);
+            return Ok(());
+        }
+        match self.step.take() {
+            Some((step_id, step)) if step_id == id => {
+                self.on_step(step, result, now);
+                self.pump(now);
+                Ok(())
+            }
+            other => {
+                self.step = other;
+                Err(CoreError::internal(format!("store result for request {id}, which is not in flight")))
+            }
+        }
+    }
+
+    /// The next action, if any. Drain until `None` after every call.
+    #[must_use]
+    pub fn poll_action(&mut self) -> Option<RunAction> {
+        self.actions.pop_front()
+    }
+
+    /// When to call `handle_timeout` next, if ever. Changes after every call.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Mono> {
+        if self.phase == Phase::Done {
+            return None;
+        }
+        [self.lease.poll_timeout(), self.term_at, self.kill_at].into_iter().flatten().min()
+    }
+
+    /// The epoch to fence writes with while the lease is safely held (see
+    /// [`LeaseMachine::fencing_token`]); `None` before the run began and after it ended.
+    pub fn fencing_token(&self, now: Mono) -> Option<u64> {
+        match self.phase {
+            Phase::Beginning | Phase::Working | Phase::Finishing | Phase::Held => self.lease.fencing_token(now),
+            _ => None,
+        }
+    }
+
+    /// Whether the run is over (`done` was emitted).
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    // --- internals ---
+
+    fn id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
+    }
+
+    fn note(&mut self, text: String) {
+        self.actions.push_back(RunAction::Note { text });
+    }
+
+    fn warn(&mut self, text: String) {
+        self.facts.warnings.push(text.clone());
+        self.actions.push_back(RunAction::Warning { text });
+    }
+
+    fn work_signal(&mut self, signal: WorkSignal) {
+        self.actions.push_back(RunAction::Signal { signal });
+    }
+
+    fn epoch(&self) -> u64 {
+        self.facts.epoch
+    }
+
+    fn own_step(&mut self, step: Step, op: &'static str, request: Value) {
+        self.store_step(step, None, op, request);
+    }
+
+    fn store_step(&mut self, step: Step, cell: Option<CellRef>, op: &'static str, mut request: Value) {
+        let id = self.id();
+        if cell.is_none() {
+            request["holder"] = json!(self.holder());
+            request["epoch"] = json!(self.epoch());
+        }
+        self.step = Some((id, step));
+        self.actions.push_back(RunAction::Store { id, cell, op, request });
+    }
+
+    /// Moves the lease machine's actions out, answering its events, until it has nothing more to say.
+    fn pump(&mut self, now: Mono) {
+        while let Some(action) = self.lease.poll_action() {
+            match action {
+                Action::Store { id: lease_id, op, request } => {
+                    let id = self.id();
+                    self.lease_ids.insert(id, lease_id);
+                    self.actions.push_back(RunAction::Store { id, cell: None, op, request });
+                }
+                Action::Event { event } => self.on_lease_event(event, now),
+            }
+        }
+    }
+
+    fn on_lease_event(&mut self, event: LeaseEvent, now: Mono) {
+        self.actions.push_back(RunAction::Lease { event: event.clone() });
+        match event {
+            LeaseEvent::Acquired { lock, epoch, preempted, warning } => {
+                self.facts.lock = lock;
+                self.facts.epoch = epoch;
+                self.facts.preempted = preempted;
+                if let Some(w) = warning {
+                    self.warn(w);
+                }
+                if self.phase == Phase::Acquiring {
+                    if self.cancel.is_some() || self.facts.given_up {
+                        // Given up while the attempt was in flight: the lease releases next by itself.
+                        self.phase = Phase::Releasing;
+                    } else {
+                        self.begin(now);
+                    }
+                }
+            }
+            LeaseEvent::Waiting { holder, expires_at, waited_ms, remaining_ms } => self.note(format!(
+                "waiting for {}: held by {holder} until {expires_at} (waited {}, giving up in {})",
+                self.cfg.lease.label(),
+                human_ms(waited_ms),
+                human_ms(remaining_ms)
+            )),
+            LeaseEvent::Renewed { lock } => self.facts.lock = lock,
+            LeaseEvent::RenewFailed { error } => {
+                let why = error.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned();
+                self.note(format!("renewing the lease failed ({why}); retrying"));
+            }
+            LeaseEvent::Lost { error, grace_ms } | LeaseEvent::MustStop { error, grace_ms } => {
+                self.on_lost(error, grace_ms, now);
+            }
+            LeaseEvent::Released { released } => {
+                self.facts.released = released;
+                self.done(now);
+            }
+            LeaseEvent::ReleaseFailed { warning, .. } => {
+                self.warn(warning);
+                self.done(now);
+            }
+            LeaseEvent::AcquireFailed { error } => {
+                self.facts.failure.get_or_insert(error);
+                self.done(now);
+            }
+        }
+    }
+
+    fn on_lost(&mut self, error: Value, grace_ms: u64, now: Mono) {
+        if self.facts.lost.is_none() {
+            self.facts.lost = Some(error.clone());
+        }
+        if self.phase == Phase::Working && self.facts.work.is_none() {
+            let msg = error.get("message").and_then(Value::as_str).unwrap_or("The lease was lost.");
+            self.note(format!("{msg} Stopping the command (SIGTERM, then SIGKILL)."));
+            self.work_signal(WorkSignal::Terminate);
+            self.term_at = None;
+            let at = now + grace_ms;
+            self.kill_at = Some(self.kill_at.map_or(at, |k| k.min(at)));
+        }
+    }
+
+    /// After the grant: the checkpoint receipt (with the predecessor's receipt read first), then the work.
+    fn begin(&mut self, now: Mono) {
+        self.phase = Phase::Beginning;
+        match self.cfg.job {
+            Job::Acquire => {
+                self.facts.keep_lock = true;
+                self.done(now);
+            }
+            Job::Object => self.start_work(None),
+            Job::Run | Job::Destroy => {
+                let ctx = &self.cfg.context;
+                let pred = if self.cfg.job == Job::Run {
+                    predecessor_of(&ctx.scope, ctx.branch.as_deref(), ctx.pr)
+                } else {
+                    None
+                };
+                let env = ctx.env.clone();
+                match pred {
+                    Some(p) => {
+                        let id = self.id();
+                        let cell = CellRef { env, scope: p.clone() };
+                        self.predecessor = Some(p);
+                        self.step = Some((id, Step::ReadPredecessor));
+                        let request = json!({ "file": crate::receipt::LATEST_FILE });
+                        self.actions.push_back(RunAction::Read { id, cell, op: "cell-file", request });
+                    }
+                    None => self.send_run_begin(),
+                }
+            }
+        }
+    }
+
+    fn send_run_begin(&mut self) {
+        // Only a predecessor with a receipt takes part: nothing is made for a branch that never ran.
+        let predecessor = match (&self.predecessor, &self.predecessor_text) {
+            (Some(scope), Some(text)) => json!({ "scope": scope, "text": text }),
+            _ => Value::Null,
+        };
+        let request = json!({
+            "context": self.cfg.context,
+            "hashKey": self.cfg.hash_key,
+            "lockPreempted": self.facts.preempted.get("holder"),
+            "approvedBy": self.cfg.approved_by,
+            "destroy": self.cfg.job == Job::Destroy,
+            "predecessor": predecessor,
+        });
+        self.own_step(Step::RunBegin, "run-begin", request);
+    }
+
+    fn start_work(&mut self, delete: Option<Vec<Value>>) {
+        self.phase = Phase::Working;
+        let epoch = self.epoch();
+        let mut env = BTreeMap::new();
+        env.insert("BATON_ENV".to_owned(), self.cfg.lease.env.clone());
+        env.insert("BATON_SCOPE".to_owned(), self.cfg.lease.scope.clone());
+        env.insert("BATON_HOLDER".to_owned(), self.holder().to_owned());
+        env.insert("BATON_EPOCH".to_owned(), epoch.to_string());
+        let label = self.cfg.lease.label();
+        self.actions.push_back(RunAction::StartWork { env, epoch, delete, label });
+    }
+
+    /// Whether the beginning must stop before the work starts (lost, cancelled, given up).
+    fn stop_beginning(&self) -> bool {
+        self.facts.lost.is_some() || self.cancel.is_some() || self.facts.given_up
+    }
+
+    fn on_step(&mut self, step: Step, result: StoreResult, now: Mono) {
+        match (step, result) {
+            (Step::ReadPredecessor, StoreResult::Ok(answer)) => {
+                self.predecessor_text = answer.get("text").and_then(Value::as_str).map(str::to_owned);
+                if self.stop_beginning() {
+                    return self.begin_release(now);
+                }
+                self.send_run_begin();
+            }
+            (Step::RunBegin, StoreResult::Ok(answer)) => {
+                for w in strings(&answer, "warnings") {
+                    self.warn(w);
+                }
+                if self.stop_beginning() {
+                    return self.begin_release(now);
+                }
+                if self.cfg.job == Job::Destroy {
+                    self.own_step(Step::DestroyPlan, "destroy-plan", json!({}));
+                } else {
+                    self.start_work(None);
+                }
+            }
+            (Step::DestroyPlan, StoreResult::Ok(answer)) => {
+                let delete = answer.get("delete").and_then(Value::as_array).cloned().unwrap_or_default();
+                let adopted = answer.get("adoptedForgotten").and_then(Value::as_u64).unwrap_or(0);
+                self.note(format!("{} resource(s) to delete; {adopted} adopted one(s) forgotten", delete.len()));
+                if self.stop_beginning() {
+                    return self.begin_release(now);
+                }
+                self.start_work(Some(delete));
+            }
+            (Step::ReadPredecessor | Step::RunBegin | Step::DestroyPlan, StoreResult::Error(e)) => {
+                self.facts.failure.get_or_insert(Value::Object(e));
+                self.begin_release(now);
+            }
+            (Step::RunFinish, result) => self.on_finished(result, now),
+            (Step::HandoverLock, result) => self.on_handover_lock(result, now),
+            (Step::Handover { epoch }, result) => {
+                let pred = self.predecessor.clone().unwrap_or_default();
+                match result {
+                    StoreResult::Ok(h) => {
+                        let moved = h.get("moved").and_then(Value::as_u64).unwrap_or(0);
+                        self.facts.handed_over = moved;
+                        self.note(format!(
+                            "handed over {moved} resource(s) of scope `{pred}` to `{}`",
+                            self.cfg.lease.scope
+                        ));
+                    }
+                    StoreResult::Error(e) => self.handover_failed(&pred, &e),
+                }
+                let holder = self.handover_holder();
+                let cell = self.predecessor_cell();
+                self.store_step(
+                    Step::HandoverRelease,
+                    cell,
+                    "lock-release",
+                    json!({ "holder": holder, "epoch": epoch }),
+                );
+            }
+            (Step::HandoverRelease, _) => self.after_finish(now),
+        }
+    }
+
+    fn finish_receipt(&mut self, succeeded: bool, then: Then, now: Mono) {
+        self.then = then;
+        if !self.cfg.job.has_receipt() {
+            return self.begin_release(now);
+        }
+        if let Some(lost) = self.facts.lost.clone() {
+            // Past the holder's deadline (or after the store said the lock is gone) nothing more is written:
+            // the checkpoint stays, as after a crash, and the next run continues from it (DESIGN §7.4).
+            self.note("The final receipt is not written: the lease was lost or past its deadline; the checkpoint receipt stays for the next run.".to_owned());
+            if then == Then::Hold {
+                return self.finished_with_error(lost, Phase::Held);
+            }
+            return self.begin_release(now);
+        }
+        self.phase = Phase::Finishing;
+        let cancelled = self.cancel.is_some();
+        let request = json!({ "succeeded": succeeded, "cancelled": cancelled, "sha": self.cfg.context.sha });
+        self.own_step(Step::RunFinish, "run-finish", request);
+    }
+
+    fn on_finished(&mut self, result: StoreResult, now: Mono) {
+        match result {
+            StoreResult::Ok(answer) => {
+                let complete = answer.get("status").and_then(Value::as_str) == Some("complete");
+                self.facts.finished = Some(answer.as_object().cloned().unwrap_or_default());
+                if complete && self.cfg.job == Job::Run && self.predecessor_text.is_some() {
+                    let request =
+                        json!({ "holder": self.handover_holder(), "ttlMs": handover_ttl_ms(self.cfg.ttl_given) });
+                    let cell = self.predecessor_cell();
+                    return self.store_step(Step::HandoverLock, cell, "lock-acquire", request);
+                }
+            }
+            // Refused by the fence: the lease was taken (or the ref deleted); the run ends with LOCK_LOST.
+            StoreResult::Error(e) if e.get("code").and_then(Value::as_str) == Some(ErrorCode::LockLost.as_str()) => {
+                if self.facts.lost.is_none() {
+                    self.facts.lost = Some(Value::Object(e.clone()));
+                }
+                if self.then == Then::Hold {
+                    return self.finished_with_error(Value::Object(e), Phase::Held);
+                }
+            }
+            // The work is done but not recorded (e.g. STORE_REJECTED): the run fails with that error, so CI
+            // does not report a success whose record is missing.
+            StoreResult::Error(e) => {
+                if self.then == Then::Hold {
+                    // Nothing landed: the run is still open (a retry may finish it).
+                    self.facts.work = None;
+                    return self.finished_with_error(Value::Object(e), Phase::Working);
+                }
+                if self.facts.lost.is_none() {
+                    let why = e.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned();
+                    self.warn(format!("Could not write the final receipt: {why}"));
+                    self.facts.receipt_error = Some(Value::Object(e));
+                }
+            }
+        }
+        self.after_finish(now);
+    }
+
+    /// Manual mode: `finish` ends with `error` (the receipt did not land); the run goes on in `phase`.
+    fn finished_with_error(&mut self, error: Value, phase: Phase) {
+        self.phase = phase;
+        let mut outcome = Map::new();
+        outcome.insert("error".into(), error);
+        self.actions.push_back(RunAction::Finished { outcome });
+    }
+
+    fn on_handover_lock(&mut self, result: StoreResult, now: Mono) {
+        let pred = self.predecessor.clone().unwrap_or_default();
+        match result {
+            StoreResult::Ok(answer) => {
+                let epoch = answer.get("lock").and_then(|l| l.get("epoch")).cloned().unwrap_or(Value::Null);
+                let ledger = self
+                    .facts
+                    .finished
+                    .as_ref()
+                    .and_then(|f| f.get("receipt"))
+                    .and_then(|r| r.get("ledger"))
+                    .cloned()
+                    .unwrap_or_else(|| json!([]));
+                let request = json!({
+                    "holder": self.handover_holder(),
+                    "epoch": epoch,
+                    "successor": self.cfg.lease.scope,
+                    "successorLedger": ledger,
+                });
+                let cell = self.predecessor_cell();
+                self.store_step(Step::Handover { epoch }, cell, "handover", request);
+            }
+            StoreResult::Error(e) => {
+                self.handover_failed(&pred, &e);
+                self.after_finish(now);
+            }
+        }
+    }
+
+    fn handover_failed(&mut self, pred: &str, e: &Map<String, Value>) {
+        let scope = self.cfg.lease.scope.clone();
+        if e.get("code").and_then(Value::as_str) == Some(ErrorCode::LockHeld.as_str()) {
+            self.warn(format!(
+                "Scope `{pred}` is busy; its resources will be handed over to `{scope}` on the next run."
+            ));
+        } else {
+            let why = e.get("message").and_then(Value::as_str).unwrap_or("unknown error");
+            self.warn(format!("Could not hand over the resources of scope `{pred}`: {why}"));
+        }
+    }
+
+    fn handover_holder(&self) -> String {
+        format!("handover-{}", self.holder())
+    }
+
+    fn predecessor_cell(&self) -> Option<CellRef> {
+        let scope = self.predecessor.clone().unwrap_or_default();
+        Some(CellRef { env: self.cfg.lease.env.clone(), scope })
+    }
+
+    fn after_finish(&mut self, now: Mono) {
+        if self.then == Then::Hold {
+            self.phase = Phase::Held;
+            let outcome = self.facts.finished_outcome();
+            self.actions.push_back(RunAction::Finished { outcome });
+        } else {
+            self.begin_release(now);
+        }
+    }
+
+    fn begin_release(&mut self, now: Mono) {
+        if self.phase == Phase::Releasing || self.phase == Phase::Done {
+            return;
+        }
+        self.phase = Phase::Releasing;
+        self.lease.release(now);
+        self.pump(now);
+    }
+
+    fn done(&mut self, _now: Mono) {
+        if self.phase == Phase::Done {
+            return;
+        }
+        self.phase = Phase::Done;
+        self.term_at = None;
+        self.kill_at = None;
+        let verdict: Verdict = verdict::decide(&self.cfg, &self.facts, self.cancel.map(|c| c.first));
+        self.actions.push_back(RunAction::Done { verdict });
+    }
+}
+
+fn strings(v: &Value, key: &str) -> Vec<String> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .unwrap_or_default()
+}

@@ -1,0 +1,65 @@
+//! The native run machine for the run journeys ([`super::journey`]), through the same JSON surface as the
+//! bindings (`baton_core::run::json`), with the native core's operations for the journey's store.
+
+use super::journey::RunApi;
+use serde_json::{Value, json};
+
+/// The native run machine of a journey (one at a time; `create` replaces it).
+#[derive(Default)]
+pub(crate) struct NativeRun(Option<baton_core::run::RunMachine>);
+
+impl NativeRun {
+    fn machine(&mut self) -> Result<&mut baton_core::run::RunMachine, String> {
+        self.0.as_mut().ok_or_else(|| "INTERNAL".to_owned())
+    }
+}
+
+fn code(e: baton_core::CoreError) -> String {
+    e.code.as_str().to_owned()
+}
+
+impl RunApi for NativeRun {
+    fn transact(&mut self, op: &str, request: &Value) -> Result<Value, Value> {
+        match baton_core::api::invoke(op, &request.to_string()) {
+            Ok(text) => {
+                serde_json::from_str(&text).map_err(|e| json!({ "code": "INTERNAL", "message": e.to_string() }))
+            }
+            Err(e) => {
+                let mut error = e.to_json();
+                if let Some(obj) = error.as_object_mut() {
+                    obj.remove("hint");
+                }
+                Err(error)
+            }
+        }
+    }
+    fn create(&mut self, config: &Value) -> Result<String, String> {
+        let m = baton_core::run::json::run_new(&config.to_string()).map_err(code)?;
+        let holder = m.holder().to_owned();
+        self.0 = Some(m);
+        Ok(holder)
+    }
+    fn start(&mut self, now: u64) -> Result<(), String> {
+        self.machine()?.start(now).map_err(code)
+    }
+    fn work_ended(&mut self, end: &Value, now: u64) -> Result<(), String> {
+        baton_core::run::json::run_work_ended(self.machine()?, &end.to_string(), now).map_err(code)
+    }
+    fn signal(&mut self, signal: &str, now: u64) -> Result<(), String> {
+        baton_core::run::json::run_signal(self.machine()?, signal, now).map_err(code)
+    }
+    fn timeout(&mut self, now: u64) -> Result<(), String> {
+        self.machine()?.handle_timeout(now);
+        Ok(())
+    }
+    fn store_result(&mut self, id: u64, outcome: &Value, now: u64) -> Result<(), String> {
+        baton_core::run::json::run_store_result(self.machine()?, id, &outcome.to_string(), now).map_err(code)
+    }
+    fn poll_action(&mut self) -> Result<Option<Value>, String> {
+        let text = baton_core::run::json::run_poll_action(self.machine()?);
+        text.map(|t| serde_json::from_str(&t).map_err(|_| "INTERNAL".to_owned())).transpose()
+    }
+    fn poll_timeout(&mut self) -> Result<Option<u64>, String> {
+        Ok(self.machine()?.poll_timeout())
+    }
+}
