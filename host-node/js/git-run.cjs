@@ -15,8 +15,10 @@ const CONFIG = ['-c', 'user.name=baton', '-c', 'user.email=baton@localhost', '-c
  * The environment of every git invocation: the process's, minus the variables of the caller's repository
  * and plus the settings (no prompt, LC_ALL=C: the core classifies git's words) the core's `git-env` names.
  */
+let scrubbed = null;
 function gitEnv(extra = {}) {
-  const { remove, set } = call('git-env', {});
+  scrubbed ??= call('git-env', {});
+  const { remove, set } = scrubbed;
   const env = { ...process.env };
   for (const name of remove) delete env[name];
   return { ...env, ...set, ...extra };
