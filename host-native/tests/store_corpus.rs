@@ -568,3 +568,27 @@ fn io_failures_are_classified_by_the_core() {
     let other = HostError::usage("not an I/O failure").with("errno", "EROFS");
     assert_eq!(other.clone().classified(&mut core), other);
 }
+
+/// `BATON_MUTEX_WAIT_MS` is parsed by the core for the CLI as for Node: a whole number of milliseconds, or
+/// `USAGE` (exit 2) before anything is read or written. The CLI once read `1e3` as 30 s (and Node as 1 s).
+#[test]
+fn a_mutex_wait_that_is_not_whole_milliseconds_is_usage() {
+    let t = TempDir::new("corpus-mutex-wait");
+    for bad in ["1e3", "1.5", "-1", "soon"] {
+        let out = t
+            .baton(&["lock", "acquire", "--scope", "pr-1", "--holder", "a", "--json"])
+            .env("BATON_MUTEX_WAIT_MS", bad)
+            .output()
+            .unwrap();
+        let env = envelope(&out);
+        assert_eq!((out.status.code(), env["error"]["code"].as_str()), (Some(2), Some("USAGE")), "{bad}: {env}");
+        assert!(env["error"]["message"].as_str().unwrap().contains("BATON_MUTEX_WAIT_MS"), "{env}");
+        assert!(!t.0.join("store").exists(), "{bad}: nothing was created");
+    }
+    let out = t
+        .baton(&["lock", "acquire", "--scope", "pr-1", "--holder", "a", "--json"])
+        .env("BATON_MUTEX_WAIT_MS", " 250 ")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", envelope(&out));
+}
