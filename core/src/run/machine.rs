@@ -193,6 +193,13 @@ impl RunMachine {
     /// work's group is killed. Then the receipt says `cancelled` and the lease is released: the lock is never
     /// released while the work may still run.
     pub fn signal(&mut self, sig: HostSignal, now: Mono) {
+        // Once the work has ended the run is finishing as it ended: a late signal changes nothing (the
+        // receipt being written says how the work ended; the release follows as always).
+        let finishing = matches!(self.phase, Phase::Finishing | Phase::Held | Phase::Releasing | Phase::Done);
+        if finishing || (self.phase == Phase::Working && self.facts.work.is_some()) {
+            self.note(format!("{}: the command has ended; finishing the run (receipt and release) first", sig.name()));
+            return;
+        }
         let first = self.cancel.is_none();
         let cancel = self.cancel.get_or_insert(Cancel { first: sig, count: 0 });
         cancel.count += 1;
@@ -207,9 +214,6 @@ impl RunMachine {
                 }
             }
             Phase::Working => {
-                if self.facts.work.is_some() {
-                    return;
-                }
                 let grace = self.cfg.cancel_grace_ms;
                 if first {
                     self.kill_at = Some(self.kill_at.map_or(now + grace, |k| k.min(now + grace)));

@@ -507,3 +507,22 @@ fn a_manual_release_without_finish_says_the_run_did_not_finish() {
     let v = w.verdict();
     assert!(v.error.as_ref().unwrap()["message"].as_str().unwrap().contains("released before it finished"), "{v:?}");
 }
+
+#[test]
+fn a_signal_after_the_work_ended_does_not_change_the_verdict() {
+    let mut w = World::new();
+    w.hold = true;
+    let mut m = RunMachine::new(config("run", "branch-feat-x", json!({}))).unwrap();
+    m.start(0).unwrap();
+    w.pump(&mut m);
+    w.release_held(&mut m);
+    assert!(w.work_running);
+    w.hold = true;
+    w.end_work(&mut m, WorkEnd::Exited { code: 0 });
+    // run-finish is in flight when the runner's SIGTERM comes.
+    m.signal(HostSignal::Terminate, w.now);
+    w.release_held(&mut m);
+    let v = w.verdict();
+    assert!(v.ok, "{v:?}");
+    assert_eq!(w.receipt("preview", "branch-feat-x")["status"], "complete");
+}
