@@ -48,6 +48,10 @@ mod plan;
 mod rng;
 #[path = "sim/succession.rs"]
 mod succession;
+#[path = "sim/succession_checks.rs"]
+mod succession_checks;
+#[path = "sim/succession_host.rs"]
+mod succession_host;
 #[path = "sim/world.rs"]
 mod world;
 
