@@ -52,6 +52,8 @@ mod succession;
 mod succession_checks;
 #[path = "sim/succession_host.rs"]
 mod succession_host;
+#[path = "sim/succession_store.rs"]
+mod succession_store;
 #[path = "sim/world.rs"]
 mod world;
 
@@ -309,11 +311,14 @@ fn succession_report(c: &succession::Counters) -> String {
          lease grants {} (takeovers {}), acquire-failed {}, must-stop/lost {}\n\
          receipt writes landed {}, refused by the fence {}\n\
          intents {}, records {}, intents claimed {}, forgets {}, refused creates (OWNED_BY_OTHER_SCOPE) {}, adoptions {}\n\
-         final receipts complete {}, failed {}; entries inherited {}\n\
+         final receipts complete {}, failed {}, cancelled {}; entries inherited {}\n\
          handovers attempted {}: moved {} entries in {}, nothing to move {}, busy (LOCK_HELD) {}, fenced out {}, failed {}; \
          already deleted by the PR {}\n\
          two owners allowed: pending PR/branch {}, blind create races {} ({}), inherited doubles {} ({})\n\
          intents left at the end {}\n\
+         commands started {}: stop signals {} (ignored by a trapping command {}), SIGKILLs {}\n\
+         cancels: before the command {}, while it ran {}, after it ended {}\n\
+         verdicts: ok {}, INTERRUPTED {}, LOCK_LOST {}, COMMAND_FAILED {}, other {}\n\
          faults: lost replies {}, failed commits {}, freezes {}, crashes {} (right after an intent {})\n\
          provider creates by an adapter whose lease had ended (unfenced) {}, leaving a resource nobody owns {}\n\
          KNOWN DEVIATION (core): handovers that took out of the branch a resource the PR only adopted, leaving it without owner: {} ({})",
@@ -337,6 +342,7 @@ fn succession_report(c: &succession::Counters) -> String {
         c.adoptions,
         c.finished_ok,
         c.finished_failed,
+        c.finished_cancelled,
         c.inherited,
         c.handover_attempts,
         c.moved,
@@ -352,6 +358,18 @@ fn succession_report(c: &succession::Counters) -> String {
         c.inherited_doubles,
         seed_or_none(c.first_inherited_double_seed),
         c.intents_left,
+        c.works,
+        c.work_stops,
+        c.trapped,
+        c.kills,
+        c.cancels_before_work,
+        c.cancels_mid_work,
+        c.cancels_after_work,
+        c.verdicts_ok,
+        c.verdicts_interrupted,
+        c.verdicts_lost,
+        c.verdicts_failed,
+        c.verdicts_other,
         c.lost_replies,
         c.failed_commits,
         c.pauses,
@@ -402,6 +420,12 @@ fn succession_simulation() {
             ("crashes right after an intent", c.crashes_after_intent),
             ("lost replies", c.lost_replies),
             ("freezes", c.pauses),
+            ("cancels before the command started", c.cancels_before_work),
+            ("cancels while the command ran", c.cancels_mid_work),
+            ("final receipts that say cancelled", c.finished_cancelled),
+            ("stop signals a command trapped", c.trapped),
+            ("SIGKILLs", c.kills),
+            ("LOCK_LOST verdicts", c.verdicts_lost),
         ];
         for (what, n) in exercised {
             assert!(n > 0, "no {what} in {count} succession schedules: the simulation does not exercise it");
@@ -420,13 +444,31 @@ fn succession_checkers_catch_sabotage() {
         (Sabotage::HandOverPredecessorLedger, succession::S2),
         (Sabotage::ForgedFence, succession::S3),
         (Sabotage::IgnoreRefusal, succession::S1),
+        (Sabotage::ReportExitOnSignal, succession::C1),
+        (Sabotage::DropCancel, succession::C2),
     ];
     for (sabotage, expected) in cases {
-        let caught = (0..5_000).find_map(|seed| {
+        let caught = (0..env_u64("BATON_SIM_SABOTAGE_SEEDS", 5_000)).find_map(|seed| {
             succession::run(&succession::SuccessionPlan::sabotaged(seed, sabotage)).err().map(|f| (seed, f))
         });
         let Some((seed, f)) = caught else { panic!("{sabotage:?} was never caught in 5000 succession schedules") };
         assert_eq!(f.invariant, expected, "{sabotage:?} (seed {seed}) was reported as the wrong invariant:\n{f}");
         eprintln!("{sabotage:?}: caught at seed {seed} by {}: {}", f.invariant, f.detail);
+    }
+}
+
+#[test]
+#[ignore]
+fn debug_seed() {
+    let seed = env_u64("BATON_SIM_SEED", 0);
+    let sab = match std::env::var("SAB").as_deref() {
+        Ok("hopl") => succession::Sabotage::HandOverPredecessorLedger,
+        Ok("exit") => succession::Sabotage::ReportExitOnSignal,
+        Ok("drop") => succession::Sabotage::DropCancel,
+        _ => succession::Sabotage::None,
+    };
+    match succession::run(&succession::SuccessionPlan::sabotaged(seed, sab)) {
+        Ok(_) => eprintln!("ok"),
+        Err(f) => eprintln!("{f}"),
     }
 }

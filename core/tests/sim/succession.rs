@@ -96,8 +96,8 @@ pub(crate) enum Sabotage {
     /// The store drops the handover's write while answering success (S1 must catch the branch still
     /// listing what the PR took over).
     SkipHandoverRemoval,
-    /// The host passes the predecessor's ledger (as the machine read it) as `successorLedger` (S2 must catch
-    /// what the PR never owned leaving the branch).
+    /// The host passes the predecessor's ledger (all it lists when the handover commits) as `successorLedger`
+    /// instead of the PR's final ledger (S2 must catch what the PR never owned leaving the branch).
     HandOverPredecessorLedger,
     /// The store does not check fences: every fenced write carries whatever lock is current (S3).
     ForgedFence,

@@ -4,17 +4,16 @@
 
 use super::rng::Rng;
 use super::succession::{
-    Act, BRANCH, CELLS, Counters, ENV, HOST, LATEST, LIVE, MAX_KEYS, PR7, PR8, SCOPES, Sabotage, SuccessionPlan,
-    WALL0,
+    Act, BRANCH, CELLS, Counters, ENV, HOST, LATEST, LIVE, MAX_KEYS, PR7, PR8, SCOPES, Sabotage, SuccessionPlan, WALL0,
 };
 use super::succession_checks::{ADOPTED, INTENT, NONE, OWNED, encode, key_of, kinds_of, ledger_str, owns};
 use super::world::Failure;
+use baton_core::CoreError;
 use baton_core::cell::{Cell, Change};
 use baton_core::lease::{LeaseEvent, StoreResult};
 use baton_core::lock;
 use baton_core::ownership::{self, OtherScope, Resource, RunContext};
 use baton_core::run::{CellRef, HostSignal, Job, RunAction, RunConfig, RunMachine, Verdict, WorkEnd, WorkSignal};
-use baton_core::{CoreError, api};
 use serde_json::{Map, Value, json};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -30,7 +29,10 @@ const EVENT_LIMIT: u64 = 200_000;
 pub(crate) enum Op {
     /// Every scope's `latest.json` (the command's `store.list`).
     List,
-    Check { key: u8, change: bool },
+    Check {
+        key: u8,
+        change: bool,
+    },
     Intend(u8),
     Record(u8),
     Forget(u8),
@@ -38,7 +40,9 @@ pub(crate) enum Op {
     DestroyPlan,
     Finish,
     /// The handover, and the keys its `successorLedger` takes over (owned entries, not adopted ones).
-    Handover { keys: Vec<u8> },
+    Handover {
+        keys: Vec<u8>,
+    },
 }
 
 impl Op {
@@ -84,11 +88,32 @@ enum Kind {
 enum Ev {
     Start(usize),
     Wake(usize, u64),
-    Commit { r: usize, id: u64, cell: usize, op: &'static str, request: Value, kind: Kind },
-    Deliver { r: usize, id: u64, op: &'static str, result: StoreResult },
+    Commit {
+        r: usize,
+        id: u64,
+        cell: usize,
+        op: &'static str,
+        request: Value,
+        kind: Kind,
+    },
+    Deliver {
+        r: usize,
+        id: u64,
+        op: &'static str,
+        result: StoreResult,
+    },
     WorkStep(usize),
-    WorkCommit { r: usize, id: u64, op: Op },
-    WorkReply { r: usize, id: u64, name: &'static str, outcome: Outcome },
+    WorkCommit {
+        r: usize,
+        id: u64,
+        op: Op,
+    },
+    WorkReply {
+        r: usize,
+        id: u64,
+        name: &'static str,
+        outcome: Outcome,
+    },
     /// The command exits after a stop signal.
     WorkStop(usize, i32),
     /// The host sees the command's exit.
@@ -147,8 +172,6 @@ pub(crate) struct Run {
     /// The machine's requests in flight.
     inflight: BTreeMap<u64, Kind>,
     pub(crate) verdict: Option<Verdict>,
-    /// The predecessor's `latest.json` as the machine's read found it.
-    pred_text: Option<String>,
     /// The final receipt's status, once `run-finish` landed.
     pub(crate) receipt_status: Option<String>,
     /// The first cancel signal the machine got: which, when, at what point of the run.
@@ -361,7 +384,6 @@ impl<'p> World<'p> {
                 wake_gen: 0,
                 inflight: BTreeMap::new(),
                 verdict: None,
-                pred_text: None,
                 receipt_status: None,
                 first_signal: None,
                 work_ended_at: None,
@@ -729,7 +751,7 @@ impl<'p> World<'p> {
         id: u64,
         c: usize,
         op: &'static str,
-        mut request: Value,
+        request: Value,
         kind: Kind,
     ) -> Result<(), Failure> {
         if c == CELLS.len() - 1 && kind != Kind::Read {
@@ -744,10 +766,6 @@ impl<'p> World<'p> {
         }
         if op == "lock-acquire" && kind == Kind::Step {
             self.c.handover_attempts += 1;
-        }
-        if op == "handover" && self.plan.sabotage == Sabotage::HandOverPredecessorLedger {
-            let pred = self.runs[r].pred_text.as_deref().and_then(|t| serde_json::from_str::<Value>(t).ok());
-            request["successorLedger"] = pred.map_or_else(|| json!([]), |v| v["ledger"].clone());
         }
         self.runs[r].inflight.insert(id, kind);
         self.c.store_requests += 1;
@@ -766,17 +784,9 @@ impl<'p> World<'p> {
         }
     }
 
-    /// One transaction of `op` on cell `c` as a store runs it: `api::invoke` with the cell and the
-    /// committing host's wall clock.
-    fn invoke(&self, r: usize, c: usize, op: &str, mut request: Value) -> Result<Result<Value, CoreError>, Failure> {
-        let Ok(cell) = serde_json::to_value(&self.cells[c]) else {
-            return Err(self.fail(HOST, format!("run-{r}: the cell {} does not serialise", CELLS[c])));
-        };
-        request["cell"] = cell;
-        request["nowMs"] = json!(self.wall(r));
-        Ok(api::invoke(op, &request.to_string()).and_then(|text| {
-            serde_json::from_str::<Value>(&text).map_err(|e| CoreError::internal(format!("answer: {e}")))
-        }))
+    /// One transaction of `op` on cell `c` as a store runs it, with the committing host's wall clock.
+    fn invoke(&self, r: usize, c: usize, op: &str, request: &Value) -> Result<Value, CoreError> {
+        super::succession_store::transact(&self.cells[c], op, request, self.wall(r))
     }
 
     /// A machine request reaching the store: executed as one cell transaction (or read) at its commit time.
@@ -810,22 +820,33 @@ impl<'p> World<'p> {
         Ok(())
     }
 
-    fn exec(&mut self, r: usize, c: usize, op: &'static str, request: Value, kind: Kind) -> Result<StoreResult, Failure> {
+    fn exec(
+        &mut self,
+        r: usize,
+        c: usize,
+        op: &'static str,
+        request: Value,
+        kind: Kind,
+    ) -> Result<StoreResult, Failure> {
         let note = |w: &mut Self, result: &'static str| {
             w.note(r, What::Commit { op, cell: c, result, fault: "", ledger: 0, seq: 0 });
         };
         if kind == Kind::Read {
-            let answer = match self.invoke(r, c, op, request)? {
+            let answer = match self.invoke(r, c, op, &request) {
                 Ok(a) => a,
                 Err(e) => return Err(self.fail(HOST, format!("run-{r}: read {op} answered {}: {e}", e.code.as_str()))),
             };
-            if op == "cell-file" {
-                self.runs[r].pred_text = answer.get("text").and_then(Value::as_str).map(str::to_owned);
-            }
             note(self, "read");
             return Ok(StoreResult::Ok(answer));
         }
-        let sender = (request["holder"].as_str().unwrap_or_default().to_owned(), request["epoch"].as_u64().unwrap_or(0));
+        let mut request = request;
+        if op == "handover" && self.plan.sabotage == Sabotage::HandOverPredecessorLedger {
+            // The defect: everything the predecessor lists now is handed over, not what the PR owns.
+            let pred = self.cells[c].file(LATEST).and_then(|t| serde_json::from_str::<Value>(t).ok());
+            request["successorLedger"] = pred.map_or_else(|| json!([]), |v| v["ledger"].clone());
+        }
+        let sender =
+            (request["holder"].as_str().unwrap_or_default().to_owned(), request["epoch"].as_u64().unwrap_or(0));
         let receipt_op = match op {
             "run-begin" => Some(Op::Begin),
             "destroy-plan" => Some(Op::DestroyPlan),
@@ -844,7 +865,6 @@ impl<'p> World<'p> {
             }
             _ => None,
         };
-        let mut request = request;
         if self.plan.sabotage == Sabotage::ForgedFence
             && matches!(receipt_op, Some(Op::Begin | Op::DestroyPlan | Op::Finish))
             && let Ok(Some(l)) = lock::parse_lock(&self.cells[c])
@@ -852,7 +872,7 @@ impl<'p> World<'p> {
             request["holder"] = json!(l.holder);
             request["epoch"] = json!(l.epoch);
         }
-        let answer = match self.invoke(r, c, op, request)? {
+        let answer = match self.invoke(r, c, op, &request) {
             Ok(a) => a,
             Err(e) => {
                 let code = e.code.as_str();
@@ -1263,31 +1283,35 @@ impl<'p> World<'p> {
             (holder, epoch) = (l.holder, l.epoch);
         }
         let cell = &self.cells[scope];
-        let answer = match op {
-            Op::Intend(k) => ownership::intend(cell, &holder, epoch, now_ms, &resource(*k)).map(|w| (w.changes, w.receipt, w.facts)),
-            Op::Record(k) => {
-                let id = format!("id-{r}-{k}-{}", self.commits + 1);
-                ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id).map(|w| (w.changes, w.receipt, w.facts))
-            }
-            Op::Forget(k) => ownership::forget(cell, &holder, epoch, now_ms, &resource(*k)).map(|w| (w.changes, w.receipt, w.facts)),
-            Op::Check { key, change } => ownership::check(
-                cell,
-                Some((&holder, epoch)),
-                now_ms,
-                &resource(*key),
-                *change,
-                &self.runs[r].list,
-                predecessor(scope),
-            )
-            .and_then(|mut v| {
-                let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
-                    .map_err(|e| CoreError::internal(format!("check changes: {e}")))?;
-                let receipt = v.get_mut("receipt").map(Value::take).unwrap_or(Value::Null);
-                let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
-                Ok((changes, receipt, facts))
-            }),
-            _ => return Err(self.fail(HOST, format!("run-{r}: the command does not send {name}"))),
-        };
+        let answer =
+            match op {
+                Op::Intend(k) => ownership::intend(cell, &holder, epoch, now_ms, &resource(*k))
+                    .map(|w| (w.changes, w.receipt, w.facts)),
+                Op::Record(k) => {
+                    let id = format!("id-{r}-{k}-{}", self.commits + 1);
+                    ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id)
+                        .map(|w| (w.changes, w.receipt, w.facts))
+                }
+                Op::Forget(k) => ownership::forget(cell, &holder, epoch, now_ms, &resource(*k))
+                    .map(|w| (w.changes, w.receipt, w.facts)),
+                Op::Check { key, change } => ownership::check(
+                    cell,
+                    Some((&holder, epoch)),
+                    now_ms,
+                    &resource(*key),
+                    *change,
+                    &self.runs[r].list,
+                    predecessor(scope),
+                )
+                .and_then(|mut v| {
+                    let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
+                        .map_err(|e| CoreError::internal(format!("check changes: {e}")))?;
+                    let receipt = v.get_mut("receipt").map(Value::take).unwrap_or(Value::Null);
+                    let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
+                    Ok((changes, receipt, facts))
+                }),
+                _ => return Err(self.fail(HOST, format!("run-{r}: the command does not send {name}"))),
+            };
         let (changes, receipt, facts) = match answer {
             Ok(a) => a,
             Err(e) => {
@@ -1301,7 +1325,10 @@ impl<'p> World<'p> {
             }
         };
         if changes.is_empty() {
-            self.note(r, What::Commit { op: name, cell: scope, result: "ok (nothing to write)", fault: "", ledger: 0, seq: 0 });
+            self.note(
+                r,
+                What::Commit { op: name, cell: scope, result: "ok (nothing to write)", fault: "", ledger: 0, seq: 0 },
+            );
         } else {
             self.observe_write(r, scope, op, &changes, &receipt, (&sender.0, sender.1))?;
         }
