@@ -58,7 +58,12 @@
 //! - C2 a cancelled run ends cancelled: a signal before the command started means it never starts and the
 //!   verdict is `INTERRUPTED` (128 + signal); a signal while it runs ends with `INTERRUPTED` (or `LOCK_LOST`
 //!   when the lease was lost too), a final receipt that lands says `cancelled`, and the command is stopped
-//!   within the cancel grace of the first signal (unless the host froze meanwhile).
+//!   within the cancel grace of the first signal (unless the host froze meanwhile). Known deviation
+//!   (machine, counted; `strict_cancel` fails it): a signal after the command ended, before `done`, still
+//!   makes the verdict "cancelled ..., the receipt says `cancelled`" although the receipt says otherwise.
+//! - C3 the work stops within the grace after a lost lease: a command running when its lease is lost (or
+//!   must stop) has ended `graceMs` later (the machine sends SIGTERM, then SIGKILL), unless its host froze.
+//!   (The lease simulation's I4g assumes exactly this of a host; here the real machine is held to it.)
 //! - liveness: every run that did not crash ends (`done`) before the horizon.
 //! - host contract: the machine never refuses a call made by the contract, asks for at most one lease
 //!   request and one run step at a time, and says nothing after `done`.
@@ -74,6 +79,7 @@ pub(crate) const S2: &str = "S2 nothing lost";
 pub(crate) const S3: &str = "S3 fenced receipt writes";
 pub(crate) const C1: &str = "C1 no release while the work runs";
 pub(crate) const C2: &str = "C2 a cancelled run ends cancelled";
+pub(crate) const C3: &str = "C3 the work stops within the grace after a lost lease";
 pub(crate) const LIVE: &str = "liveness (every run ends before the horizon)";
 pub(crate) const HOST: &str = "host contract (the machine refused a call made by the contract, or broke it)";
 
@@ -109,6 +115,9 @@ pub(crate) enum Sabotage {
     ReportExitOnSignal,
     /// The host does not pass cancel signals on to the machine (C2 must catch the run that ends otherwise).
     DropCancel,
+    /// The host carries out the machine's SIGKILL a TTL late (C3, or C2 for a cancel, must catch the
+    /// command that outlives its grace).
+    LateKill,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +180,8 @@ pub(crate) struct SuccessionPlan {
     /// Whether the (fixed) deviation of a handover that takes out what the PR only adopted fails the
     /// schedule (default) or is counted (`BATON_SIM_SUCCESSION_STRICT=0`).
     pub(crate) strict: bool,
+    /// Whether the known deviation of a late cancel (see `Counters::late_cancel_verdicts`) fails the schedule.
+    pub(crate) strict_cancel: bool,
     /// Whether blind races (two owners that neither check could see) fail the schedule, to show one.
     pub(crate) strict_races: bool,
     pub(crate) horizon: u64,
@@ -283,6 +294,7 @@ impl SuccessionPlan {
             runs,
             sabotage: Sabotage::None,
             strict: false,
+            strict_cancel: false,
             strict_races: false,
             horizon: 0,
         };
@@ -362,6 +374,8 @@ pub(crate) struct Counters {
     pub(crate) work_stops: u64,
     pub(crate) kills: u64,
     pub(crate) trapped: u64,
+    /// Leases lost (or that had to stop) while the command ran.
+    pub(crate) stops_mid_work: u64,
     /// Cancels: the first signal came before the command started, while it ran, after it ended.
     pub(crate) cancels_before_work: u64,
     pub(crate) cancels_mid_work: u64,
@@ -376,6 +390,11 @@ pub(crate) struct Counters {
     /// and no scope owns it any more. Counted when not strict.
     pub(crate) adopted_handovers: u64,
     pub(crate) first_adopted_handover_seed: u64,
+    /// Known deviation (machine): a signal that came after the command ended (while the final receipt,
+    /// the handover or the release was on its way) made the verdict `INTERRUPTED` ("... the receipt says
+    /// `cancelled`") although the final receipt says `complete` or `failed`. Fails when `strict_cancel`.
+    pub(crate) late_cancel_verdicts: u64,
+    pub(crate) first_late_cancel_seed: u64,
     /// The first seed that showed a blind create race, an inherited double (`u64::MAX`: none).
     pub(crate) first_race_seed: u64,
     pub(crate) first_inherited_double_seed: u64,
@@ -387,6 +406,7 @@ impl Counters {
             first_race_seed: u64::MAX,
             first_inherited_double_seed: u64::MAX,
             first_adopted_handover_seed: u64::MAX,
+            first_late_cancel_seed: u64::MAX,
             ..Self::default()
         }
     }
@@ -441,6 +461,7 @@ impl Counters {
             work_stops,
             kills,
             trapped,
+            stops_mid_work,
             cancels_before_work,
             cancels_mid_work,
             cancels_after_work,
@@ -449,8 +470,10 @@ impl Counters {
             verdicts_lost,
             verdicts_failed,
             verdicts_other,
-            adopted_handovers
+            adopted_handovers,
+            late_cancel_verdicts
         );
+        self.first_late_cancel_seed = self.first_late_cancel_seed.min(o.first_late_cancel_seed);
         self.first_adopted_handover_seed = self.first_adopted_handover_seed.min(o.first_adopted_handover_seed);
         self.first_race_seed = self.first_race_seed.min(o.first_race_seed);
         self.first_inherited_double_seed = self.first_inherited_double_seed.min(o.first_inherited_double_seed);

@@ -1,7 +1,7 @@
 //! The succession invariants (S1-S3, C1, C2, liveness), checked as writes land and when runs end. See
 //! `succession.rs` for what each promises.
 
-use super::succession::{BRANCH, C1, C2, LATEST, LIVE, MAX_KEYS, PR7, PR8, S1, S2, S3, SCOPES};
+use super::succession::{BRANCH, C1, C2, C3, LATEST, LIVE, MAX_KEYS, PR7, PR8, S1, S2, S3, SCOPES};
 use super::succession_host::{Moment, Op, Work, World};
 use super::world::Failure;
 use baton_core::cell::Change;
@@ -311,8 +311,52 @@ impl World<'_> {
                 }
                 Ok(())
             }
+            Moment::AfterWork if interrupted && run.receipt_status.as_deref().is_some_and(|s| s != "cancelled") => {
+                // Known deviation (machine, counted; `strict_cancel` fails it): a signal after the command
+                // ended but before `done` still turns the verdict into "cancelled ..., the receipt says
+                // `cancelled`", while the final receipt (already written) says otherwise.
+                if self.plan.strict_cancel {
+                    return fail(format!(
+                        "the command had ended; the verdict says {:?} but the final receipt says {:?}",
+                        verdict.error.as_ref().and_then(|e| e.get("message")),
+                        run.receipt_status
+                    ));
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
+    }
+
+    /// Counts the known deviation of [`Self::check_cancelled`] (a late signal's verdict contradicting the
+    /// receipt), once per run.
+    pub(crate) fn count_late_cancel(&mut self, r: usize) {
+        let run = &self.runs[r];
+        let late = matches!(run.first_signal, Some((_, _, Moment::AfterWork)));
+        let code = run.verdict.as_ref().and_then(|v| v.error.as_ref()).and_then(|e| e.get("code"));
+        if late
+            && code.and_then(Value::as_str) == Some("INTERRUPTED")
+            && run.receipt_status.as_deref().is_some_and(|s| s != "cancelled")
+        {
+            self.c.late_cancel_verdicts += 1;
+            self.c.first_late_cancel_seed = self.c.first_late_cancel_seed.min(self.plan.seed);
+        }
+    }
+
+    /// C3 at `done`: a command that ran when the lease was lost (or had to stop) ended within the grace the
+    /// lease gave (the machine kills it then), unless its host froze meanwhile.
+    pub(crate) fn check_stopped_in_grace(&self, r: usize) -> Result<(), Failure> {
+        let run = &self.runs[r];
+        let Some((at, grace)) = run.stop_at else { return Ok(()) };
+        let ended = run.work_ended_at.unwrap_or(u64::MAX);
+        let froze = self.plan.runs[r].pause.is_some_and(|(p, d)| p < at + grace && p + d > at);
+        if ended > at + grace && !froze {
+            let detail = format!(
+                "run-{r}'s lease stopped at t={at} with a grace of {grace} ms, and its command ended at t={ended}"
+            );
+            return Err(self.fail(C3, detail));
+        }
+        Ok(())
     }
 
     /// At the end: every run ended, S1 pairs, and S2: what was created and not forgotten is owned by someone.

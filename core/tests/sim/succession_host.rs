@@ -120,6 +120,8 @@ enum Ev {
     WorkExit(usize, WorkEnd),
     /// The host process receives a cancel signal.
     Cancel(usize, HostSignal),
+    /// The machine's SIGKILL, carried out late (`Sabotage::LateKill`).
+    LateKill(usize),
     PauseStart(usize, u64),
     PauseEnd(usize),
     Crash(usize),
@@ -177,6 +179,8 @@ pub(crate) struct Run {
     /// The first cancel signal the machine got: which, when, at what point of the run.
     pub(crate) first_signal: Option<(HostSignal, u64, Moment)>,
     pub(crate) work_ended_at: Option<u64>,
+    /// When the lease was first lost (or must stop) while the command ran, and the grace it was given.
+    pub(crate) stop_at: Option<(u64, u64)>,
     // The adapter.
     pub(crate) work: Work,
     /// The host reported the command's exit (or is about to: the event is queued).
@@ -387,6 +391,7 @@ impl<'p> World<'p> {
                 receipt_status: None,
                 first_signal: None,
                 work_ended_at: None,
+                stop_at: None,
                 work: Work::NotStarted,
                 exit_reported: false,
                 exit_delivered: false,
@@ -629,6 +634,14 @@ impl<'p> World<'p> {
                 self.runs[r].m.signal(sig, mono);
                 self.after_call(r)
             }
+            Ev::LateKill(r) => {
+                if self.held_back(r, Ev::LateKill(r)).is_some()
+                    && matches!(self.runs[r].work, Work::Running | Work::Stopping)
+                {
+                    self.exit_work(r, WorkEnd::Signalled { signal: 9 });
+                }
+                Ok(())
+            }
             Ev::PauseStart(r, dur) => {
                 if self.runs[r].crashed {
                     return Ok(());
@@ -727,10 +740,15 @@ impl<'p> World<'p> {
     fn on_lease_event(&mut self, r: usize, event: &LeaseEvent) {
         match event {
             LeaseEvent::Acquired { epoch, .. } => self.note(r, What::LeaseEvent("acquired", *epoch)),
-            LeaseEvent::Lost { .. } | LeaseEvent::MustStop { .. } => {
+            LeaseEvent::Lost { grace_ms, .. } | LeaseEvent::MustStop { grace_ms, .. } => {
                 let kind = if matches!(event, LeaseEvent::Lost { .. }) { "lost" } else { "must-stop" };
                 self.note(r, What::LeaseEvent(kind, 0));
                 self.c.stops += 1;
+                let run = &mut self.runs[r];
+                if matches!(run.work, Work::Running | Work::Stopping) && run.stop_at.is_none() {
+                    run.stop_at = Some((self.now, *grace_ms));
+                    self.c.stops_mid_work += 1;
+                }
             }
             LeaseEvent::AcquireFailed { .. } => {
                 self.note(r, What::LeaseEvent("acquire-failed", 0));
@@ -953,7 +971,10 @@ impl<'p> World<'p> {
         }
         self.runs[r].verdict = Some(verdict);
         self.check_no_release_while_working(r)?;
-        self.check_cancelled(r)
+        self.check_cancelled(r)?;
+        self.check_stopped_in_grace(r)?;
+        self.count_late_cancel(r);
+        Ok(())
     }
 
     // --- the adapter ---
@@ -1004,6 +1025,11 @@ impl<'p> World<'p> {
         let work = self.runs[r].work;
         if !matches!(work, Work::Running | Work::Stopping) {
             self.note(r, What::Signal(signal, "it has already exited"));
+            return;
+        }
+        if signal == WorkSignal::Kill && self.plan.sabotage == Sabotage::LateKill {
+            self.note(r, What::Signal(signal, "put off (sabotage)"));
+            self.push(self.now + self.plan.ttl, Ev::LateKill(r));
             return;
         }
         if signal == WorkSignal::Kill {
