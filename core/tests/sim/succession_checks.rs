@@ -272,7 +272,7 @@ impl World<'_> {
 
     /// C2, before the work: a run cancelled before its command started never starts it.
     pub(crate) fn check_not_started_after_cancel(&self, r: usize) -> Result<(), Failure> {
-        if let Some((sig, at, Moment::BeforeWork)) = self.runs[r].first_signal {
+        if let Some((sig, at, Moment::Before)) = self.runs[r].first_signal {
             let detail = format!("run-{r} started its command after {} at t={at}", sig.name());
             return Err(self.fail(C2, detail));
         }
@@ -290,16 +290,16 @@ impl World<'_> {
         let interrupted = code == "INTERRUPTED" && verdict.exit == 128 + sig.number();
         let fail = |why: String| Err(self.fail(C2, format!("run-{r}, cancelled by {} at t={at}: {why}", sig.name())));
         match moment {
-            Moment::BeforeWork if !interrupted => {
+            Moment::Before if !interrupted => {
                 fail(format!("the verdict is exit {} {code:?}, not INTERRUPTED", verdict.exit))
             }
-            Moment::MidWork if !interrupted && code != "LOCK_LOST" => {
+            Moment::During if !interrupted && code != "LOCK_LOST" => {
                 fail(format!("the verdict is exit {} {code:?}, not INTERRUPTED or LOCK_LOST", verdict.exit))
             }
-            Moment::MidWork if run.receipt_status.as_deref().is_some_and(|s| s != "cancelled") => {
+            Moment::During if run.receipt_status.as_deref().is_some_and(|s| s != "cancelled") => {
                 fail(format!("the final receipt says {:?}", run.receipt_status))
             }
-            Moment::MidWork => {
+            Moment::During => {
                 let ended = run.work_ended_at.unwrap_or(u64::MAX);
                 let rp = &self.plan.runs[r];
                 let froze = rp.pause.is_some_and(|(p, d)| p < at + self.plan.cancel_grace && p + d > at);
@@ -311,7 +311,7 @@ impl World<'_> {
                 }
                 Ok(())
             }
-            Moment::AfterWork if interrupted && run.receipt_status.as_deref().is_some_and(|s| s != "cancelled") => {
+            Moment::After if interrupted && run.receipt_status.as_deref().is_some_and(|s| s != "cancelled") => {
                 // Known deviation (machine, counted; `strict_cancel` fails it): a signal after the command
                 // ended but before `done` still turns the verdict into "cancelled ..., the receipt says
                 // `cancelled`", while the final receipt (already written) says otherwise.
@@ -332,7 +332,7 @@ impl World<'_> {
     /// receipt), once per run.
     pub(crate) fn count_late_cancel(&mut self, r: usize) {
         let run = &self.runs[r];
-        let late = matches!(run.first_signal, Some((_, _, Moment::AfterWork)));
+        let late = matches!(run.first_signal, Some((_, _, Moment::After)));
         let code = run.verdict.as_ref().and_then(|v| v.error.as_ref()).and_then(|e| e.get("code"));
         if late
             && code.and_then(Value::as_str) == Some("INTERRUPTED")

@@ -157,12 +157,13 @@ enum Stage {
     Forget,
 }
 
-/// When the first cancel signal reached the machine.
+/// When the first cancel signal reached the machine: before the command started, while it ran (its exit
+/// not yet reported), after it ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Moment {
-    BeforeWork,
-    MidWork,
-    AfterWork,
+    Before,
+    During,
+    After,
 }
 
 pub(crate) struct Run {
@@ -616,15 +617,15 @@ impl<'p> World<'p> {
                 let run = &mut self.runs[r];
                 if run.first_signal.is_none() {
                     let moment = match run.work {
-                        Work::NotStarted => Moment::BeforeWork,
-                        _ if !run.exit_delivered => Moment::MidWork,
-                        _ => Moment::AfterWork,
+                        Work::NotStarted => Moment::Before,
+                        _ if !run.exit_delivered => Moment::During,
+                        _ => Moment::After,
                     };
                     run.first_signal = Some((sig, self.now, moment));
                     match moment {
-                        Moment::BeforeWork => self.c.cancels_before_work += 1,
-                        Moment::MidWork => self.c.cancels_mid_work += 1,
-                        Moment::AfterWork => self.c.cancels_after_work += 1,
+                        Moment::Before => self.c.cancels_before_work += 1,
+                        Moment::During => self.c.cancels_mid_work += 1,
+                        Moment::After => self.c.cancels_after_work += 1,
                     }
                 }
                 if self.plan.sabotage == Sabotage::DropCancel {
