@@ -302,7 +302,7 @@ impl World<'_> {
             Moment::During => {
                 let ended = run.work_ended_at.unwrap_or(u64::MAX);
                 let rp = &self.plan.runs[r];
-                let froze = rp.pause.is_some_and(|(p, d)| p < at + self.plan.cancel_grace && p + d > at);
+                let froze = rp.pause.is_some_and(|(p, d)| p <= at + self.plan.cancel_grace && p + d >= at);
                 if ended > at + self.plan.cancel_grace && !froze {
                     return fail(format!(
                         "the command ended at t={ended}, after the grace of {} ms",
@@ -344,12 +344,13 @@ impl World<'_> {
     }
 
     /// C3 at `done`: a command that ran when the lease was lost (or had to stop) ended within the grace the
-    /// lease gave (the machine kills it then), unless its host froze meanwhile.
+    /// lease gave (the machine kills it then), unless its host froze meanwhile (a freeze that begins on the
+    /// very millisecond of the kill counts: its event may come before the machine's timer).
     pub(crate) fn check_stopped_in_grace(&self, r: usize) -> Result<(), Failure> {
         let run = &self.runs[r];
         let Some((at, grace)) = run.stop_at else { return Ok(()) };
         let ended = run.work_ended_at.unwrap_or(u64::MAX);
-        let froze = self.plan.runs[r].pause.is_some_and(|(p, d)| p < at + grace && p + d > at);
+        let froze = self.plan.runs[r].pause.is_some_and(|(p, d)| p <= at + grace && p + d >= at);
         if ended > at + grace && !froze {
             let detail = format!(
                 "run-{r}'s lease stopped at t={at} with a grace of {grace} ms, and its command ended at t={ended}"
