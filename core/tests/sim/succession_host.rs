@@ -809,7 +809,6 @@ impl<'p> World<'p> {
     }
 
     /// A machine request reaching the store: executed as one cell transaction (or read) at its commit time.
-    #[allow(clippy::too_many_arguments)]
     fn commit(
         &mut self,
         r: usize,
@@ -830,6 +829,9 @@ impl<'p> World<'p> {
         if lost {
             self.c.lost_replies += u64::from(commit);
             self.c.failed_commits += u64::from(!commit);
+            // The machine sees the handover fail (counted above when the store refused it).
+            let handover_op = op == "handover" || (op == "lock-acquire" && kind == Kind::Step);
+            self.c.handovers_failed += u64::from(handover_op && (!commit || matches!(result, StoreResult::Ok(_))));
             if commit {
                 self.note(r, What::Commit { op, cell: c, result: "(reply lost)", fault: "", ledger: 0, seq: 0 });
             }
@@ -1370,7 +1372,7 @@ impl<'p> World<'p> {
         self.note(r, What::Commit { op, cell, result: "ok", fault: "", ledger, seq });
     }
 
-    /// The adapter's listing of every scope, for the checks.
+    /// How a trace names a ledger entry kind.
     pub(crate) fn kind_label(kind: u8) -> &'static str {
         ["", "baton", "intent", "adopted"][usize::from(kind.min(ADOPTED))]
     }
