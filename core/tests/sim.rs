@@ -55,6 +55,8 @@ mod rng;
 mod succession;
 #[path = "sim/succession_checks.rs"]
 mod succession_checks;
+#[path = "sim/succession_command.rs"]
+mod succession_command;
 #[path = "sim/succession_host.rs"]
 mod succession_host;
 #[path = "sim/succession_store.rs"]
