@@ -33,14 +33,19 @@
 //! the last millisecond; one millisecond more fails I4); `checkers_catch_sabotage` (a store or host with a
 //! known defect is caught by the invariant it breaks).
 //!
-//! Succession (`sim/succession.rs`): a branch scope, its PR scope and an unrelated PR scope, each with runs
-//! that take their lease, record what they own (intents, records, forgets, adoptions, refused creates,
-//! destroy runs) and, for the PR, hand the branch's resources over as the host does; invariants S1 exactly
-//! one owner, S2 nothing lost, S3 fenced receipt writes. Tests: `succession_simulation` (same variables;
-//! `BATON_SIM_SUCCESSION_STRICT=1` fails the known deviation it counts, `=2` also the blind create races
-//! it allows); `succession_checkers_catch_sabotage` (the controls: a handover whose removal is dropped, and
-//! an adapter that creates what `ledger-check` refused, fail S1; a handover of the predecessor's ledger
-//! fails S2; unchecked fences fail S3).
+//! Succession (`sim/succession.rs`, `sim/succession_host.rs`, `sim/succession_checks.rs`,
+//! `sim/succession_store.rs`): a branch scope, its PR scope and an unrelated PR scope, each with runs that
+//! are real `RunMachine`s (`baton_core::run`) driven by a simulated host: `store`/`read` actions go to the
+//! simulated store (latency, lost replies), `start-work` starts a simulated command that records what it
+//! owns with fenced ledger calls at the exported epoch (intents, records, forgets, adoptions, refused
+//! creates, destroy runs), `signal` stops or kills it, `done` ends the run; crashes drop the machine,
+//! freezes delay its host, cancels signal it (mostly while the command runs). Invariants S1 exactly one
+//! owner, S2 nothing lost, S3 fenced receipt writes, C1 no release while the work runs, C2 a cancelled run
+//! ends cancelled, C3 the work stops within the grace after a lost lease, liveness and the host contract.
+//! Tests: `succession_simulation` (same variables; `BATON_SIM_SUCCESSION_STRICT=0` only counts the fixed
+//! adopted-handover deviation, `=2` also fails the blind create races it allows; `BATON_SIM_CANCEL_STRICT=1`
+//! fails the run machine's known late-cancel deviation it counts); `succession_checkers_catch_sabotage`
+//! (each invariant's control: see the test).
 
 #[path = "sim/plan.rs"]
 mod plan;
@@ -48,6 +53,14 @@ mod plan;
 mod rng;
 #[path = "sim/succession.rs"]
 mod succession;
+#[path = "sim/succession_checks.rs"]
+mod succession_checks;
+#[path = "sim/succession_command.rs"]
+mod succession_command;
+#[path = "sim/succession_host.rs"]
+mod succession_host;
+#[path = "sim/succession_store.rs"]
+mod succession_store;
 #[path = "sim/world.rs"]
 mod world;
 
@@ -305,14 +318,18 @@ fn succession_report(c: &succession::Counters) -> String {
          lease grants {} (takeovers {}), acquire-failed {}, must-stop/lost {}\n\
          receipt writes landed {}, refused by the fence {}\n\
          intents {}, records {}, intents claimed {}, forgets {}, refused creates (OWNED_BY_OTHER_SCOPE) {}, adoptions {}\n\
-         final receipts complete {}, failed {}; entries inherited {}\n\
+         final receipts complete {}, failed {}, cancelled {}; entries inherited {}\n\
          handovers attempted {}: moved {} entries in {}, nothing to move {}, busy (LOCK_HELD) {}, fenced out {}, failed {}; \
          already deleted by the PR {}\n\
          two owners allowed: pending PR/branch {}, blind create races {} ({}), inherited doubles {} ({})\n\
          intents left at the end {}\n\
+         commands started {}: stop signals {} (ignored by a trapping command {}), SIGKILLs {}; leases lost while one ran {}\n\
+         cancels: before the command {}, while it ran {}, after it ended {}\n\
+         verdicts: ok {}, INTERRUPTED {}, LOCK_LOST {}, COMMAND_FAILED {}, other {}\n\
          faults: lost replies {}, failed commits {}, freezes {}, crashes {} (right after an intent {})\n\
          provider creates by an adapter whose lease had ended (unfenced) {}, leaving a resource nobody owns {}\n\
-         KNOWN DEVIATION (core): handovers that took out of the branch a resource the PR only adopted, leaving it without owner: {} ({})",
+         KNOWN DEVIATION (core): handovers that took out of the branch a resource the PR only adopted, leaving it without owner: {} ({})\n\
+         KNOWN DEVIATION (run machine): a signal after the command ended turned the verdict into INTERRUPTED (\"the receipt says `cancelled`\") against the final receipt: {} ({})",
         c.schedules,
         c.calm_schedules,
         c.events,
@@ -333,6 +350,7 @@ fn succession_report(c: &succession::Counters) -> String {
         c.adoptions,
         c.finished_ok,
         c.finished_failed,
+        c.finished_cancelled,
         c.inherited,
         c.handover_attempts,
         c.moved,
@@ -348,6 +366,19 @@ fn succession_report(c: &succession::Counters) -> String {
         c.inherited_doubles,
         seed_or_none(c.first_inherited_double_seed),
         c.intents_left,
+        c.works,
+        c.work_stops,
+        c.trapped,
+        c.kills,
+        c.stops_mid_work,
+        c.cancels_before_work,
+        c.cancels_mid_work,
+        c.cancels_after_work,
+        c.verdicts_ok,
+        c.verdicts_interrupted,
+        c.verdicts_lost,
+        c.verdicts_failed,
+        c.verdicts_other,
         c.lost_replies,
         c.failed_commits,
         c.pauses,
@@ -357,23 +388,28 @@ fn succession_report(c: &succession::Counters) -> String {
         c.zombie_orphans,
         c.adopted_handovers,
         seed_or_none(c.first_adopted_handover_seed),
+        c.late_cancel_verdicts,
+        seed_or_none(c.first_late_cancel_seed),
     )
 }
 
-/// S1-S3 over succession schedules: a branch scope, its PR scope and an unrelated PR scope, each with runs
-/// that take their lease, record what they own, and (the PR) hand the branch's resources over.
+/// S1-S3, C1, C2 over succession schedules: a branch scope, its PR scope and an unrelated PR scope, each with
+/// runs (`RunMachine`s) that take their lease, whose commands record what they own, that are cancelled, and
+/// (the PR) hand the branch's resources over.
 #[test]
 fn succession_simulation() {
     let count = env_u64("BATON_SIM_SCHEDULES", 2_000);
     let first = env_u64("BATON_SIM_SEED", 0);
     let started = std::time::Instant::now();
-    // The known deviation (a handover of an adopted entry) is counted; `BATON_SIM_SUCCESSION_STRICT=1` fails it,
-    // `=2` also fails blind create races (to show one).
-    // The handover of adopted entries was fixed in the core, so it fails by default now.
+    // `BATON_SIM_SUCCESSION_STRICT=0` only counts a handover of an adopted entry (fixed in the core, so it
+    // fails by default); `=2` also fails blind create races (to show one). `BATON_SIM_CANCEL_STRICT=1` fails
+    // the run machine's known deviation (a late signal's verdict against the receipt) instead of counting it.
     let level = env_u64("BATON_SIM_SUCCESSION_STRICT", 1);
     let (strict, strict_races) = (level >= 1, level >= 2);
+    let strict_cancel = env_u64("BATON_SIM_CANCEL_STRICT", 0) != 0;
     let (c, failed) = run_many_succession(first, count, |seed| succession::SuccessionPlan {
         strict,
+        strict_cancel,
         strict_races,
         ..succession::SuccessionPlan::generate(seed)
     });
@@ -398,6 +434,13 @@ fn succession_simulation() {
             ("crashes right after an intent", c.crashes_after_intent),
             ("lost replies", c.lost_replies),
             ("freezes", c.pauses),
+            ("cancels before the command started", c.cancels_before_work),
+            ("cancels while the command ran", c.cancels_mid_work),
+            ("final receipts that say cancelled", c.finished_cancelled),
+            ("stop signals a command trapped", c.trapped),
+            ("SIGKILLs", c.kills),
+            ("leases lost while the command ran", c.stops_mid_work),
+            ("LOCK_LOST verdicts", c.verdicts_lost),
         ];
         for (what, n) in exercised {
             assert!(n > 0, "no {what} in {count} succession schedules: the simulation does not exercise it");
@@ -405,24 +448,32 @@ fn succession_simulation() {
     }
 }
 
-/// The succession checks can fail: a store or host with a known defect is caught by the invariant it
-/// breaks. The controls for S1: a handover whose removal is dropped, and an adapter that creates what
-/// `ledger-check` refused.
+/// The succession checks can fail: a store, host or command with a known defect is caught by the invariant
+/// it breaks. S1: a handover whose removal is dropped, and an adapter that creates what `ledger-check`
+/// refused; S2: a host that hands over the predecessor's ledger; S3: unchecked fences; C1: a host that
+/// reports the command ended when it only signalled it; C2: a host that drops cancel signals; C3: a host
+/// that carries out SIGKILL late.
 #[test]
 fn succession_checkers_catch_sabotage() {
     use succession::Sabotage;
     let cases = [
-        (Sabotage::SkipHandoverRemoval, succession::S1),
-        (Sabotage::HandOverPredecessorLedger, succession::S2),
-        (Sabotage::ForgedFence, succession::S3),
-        (Sabotage::IgnoreRefusal, succession::S1),
+        (Sabotage::SkipHandoverRemoval, &[succession::S1][..]),
+        (Sabotage::HandOverPredecessorLedger, &[succession::S2][..]),
+        (Sabotage::ForgedFence, &[succession::S3][..]),
+        (Sabotage::IgnoreRefusal, &[succession::S1][..]),
+        (Sabotage::ReportExitOnSignal, &[succession::C1][..]),
+        (Sabotage::DropCancel, &[succession::C2][..]),
+        (Sabotage::LateKill, &[succession::C3, succession::C2][..]),
     ];
     for (sabotage, expected) in cases {
         let caught = (0..5_000).find_map(|seed| {
             succession::run(&succession::SuccessionPlan::sabotaged(seed, sabotage)).err().map(|f| (seed, f))
         });
         let Some((seed, f)) = caught else { panic!("{sabotage:?} was never caught in 5000 succession schedules") };
-        assert_eq!(f.invariant, expected, "{sabotage:?} (seed {seed}) was reported as the wrong invariant:\n{f}");
+        assert!(
+            expected.contains(&f.invariant),
+            "{sabotage:?} (seed {seed}) was reported as the wrong invariant:\n{f}"
+        );
         eprintln!("{sabotage:?}: caught at seed {seed} by {}: {}", f.invariant, f.detail);
     }
 }
