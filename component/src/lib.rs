@@ -182,6 +182,12 @@ impl Guest for Component {
     fn cell_files() -> Vec<String> {
         baton_core::cell::STATE_FILES.iter().map(|f| (*f).to_owned()).collect()
     }
+    fn mutex_content(request: String) -> Result<String, Error> {
+        call("mutex-content", request)
+    }
+    fn mutex_verdict(request: String) -> Result<String, Error> {
+        call("mutex-verdict", request)
+    }
 }
 
 export!(Component);

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 32] = [
+pub const OPS: [&str; 34] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -51,6 +51,8 @@ pub const OPS: [&str; 32] = [
     "render",
     "error-codes",
     "cell-files",
+    "mutex-content",
+    "mutex-verdict",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -174,6 +176,8 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
         "cell-files" => Ok(to_json(&STATE_FILES)),
+        "mutex-content" => run(op, input, |r: crate::mutex::ContentRequest| crate::mutex::content(&r)),
+        "mutex-verdict" => run(op, input, |r: crate::mutex::VerdictRequest| crate::mutex::verdict(&r)),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }

@@ -107,6 +107,8 @@ impl CoreComponent {
             "git-readme" => d.call_git_readme(s, &req),
             "redact" => d.call_redact(s, &req),
             "render" => d.call_render(s, &req),
+            "mutex-content" => d.call_mutex_content(s, &req),
+            "mutex-verdict" => d.call_mutex_verdict(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }
