@@ -56,12 +56,19 @@ function worker(script, args = []) {
 async function cliAcquire(root, scope, holder, env) {
   const child = spawn(bin, ['lock', 'acquire', '--store', `dir:${root}`, '--env', 'preview', '--scope', scope, '--holder', holder, '--ttl', '60s', '--json'], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'ignore'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
+  let err = '';
   child.stdout.on('data', (d) => (out += d));
-  await once(child, 'exit');
-  const e = JSON.parse(out);
+  child.stderr.on('data', (d) => (err += d));
+  const [status, signal] = await once(child, 'close');
+  let e;
+  try {
+    e = JSON.parse(out);
+  } catch {
+    throw new Error(`baton lock acquire exited ${status ?? signal} without an envelope: ${out} ${err}`);
+  }
   return e.ok ? { ok: true, preempted: e.preempted?.holder ?? null } : { ok: false, code: e.error.code, holder: e.error.lock?.holder ?? null };
 }
 

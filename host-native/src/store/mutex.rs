@@ -134,6 +134,10 @@ impl Drop for CellMutex {
 fn refresh_loop(held: &Held, path: &Path, tmp: &Path, every: Duration) {
     let mut stop = held.stop.lock().unwrap_or_else(PoisonError::into_inner);
     loop {
+        // Checked before waiting too: a release may come before this thread first waits.
+        if *stop {
+            return;
+        }
         let (guard, _) = held.wake.wait_timeout(stop, every).unwrap_or_else(PoisonError::into_inner);
         stop = guard;
         if *stop {

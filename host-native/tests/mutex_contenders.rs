@@ -1,0 +1,117 @@
+//! Issue 17: the dir store's mutex break is safe for any number of contenders. Several processes (this test
+//! binary re-run as contenders) meet a stale mutex at the same instant, round after round (a dead owner's, the
+//! original tool's of a dead owner, half a file); each proves it is the only holder by creating a marker
+//! exclusively, so two owners at once show as a marker that already exists. `BATON_MUTEX_ROUNDS` (default
+//! 1000) rounds of `BATON_MUTEX_CONTENDERS` (default 8) contenders; the Node twin is
+//! `host-node/test/mutex-contenders.test.mjs`.
+
+use baton_native::engine::CoreComponent;
+use baton_native::store::mutex::CellMutex;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const PERIOD_MS: u64 = 12;
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Not a test on its own: the body of one contender process, run only when the test below starts this
+/// binary with `BATON_MUTEX_CONTENDER=<root>,<rounds>,<t0>` (otherwise it returns at once). For each round
+/// r it waits (busy) until `t0 + r * PERIOD_MS`, takes the mutex of `<root>/c<r>`, creates `held`
+/// exclusively, holds a few hundred microseconds, removes `held` and releases; prints `RESULT <overlaps>`.
+#[test]
+fn contender_process() {
+    let Ok(spec) = std::env::var("BATON_MUTEX_CONTENDER") else { return };
+    let parts: Vec<&str> = spec.split(',').collect();
+    let (root, rounds, t0) = (PathBuf::from(parts[0]), parts[1].parse::<u64>().unwrap(), parts[2].parse::<u64>().unwrap());
+    let mut core = CoreComponent::load().unwrap();
+    let mut overlaps = 0;
+    for r in 0..rounds {
+        let cell = root.join(format!("c{r}"));
+        while now_ms() < t0 + r * PERIOD_MS {}
+        let held = CellMutex::take(&mut core, &cell.join("lock.mutex"), "preview", &format!("c{r}")).unwrap();
+        let marker = cell.join("held");
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&marker) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => overlaps += 1,
+            Err(e) => panic!("cannot create {}: {e}", marker.display()),
+        }
+        let until = Instant::now() + Duration::from_micros(u64::from(std::process::id() % 7) * 50);
+        while Instant::now() < until {}
+        let _ = std::fs::remove_file(&marker);
+        drop(held);
+    }
+    println!("RESULT {overlaps}");
+}
+
+fn stale_contents(dead: u32) -> [String; 3] {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_owned();
+    [
+        format!("{{\"pid\":{dead},\"start\":\"1\",\"host\":\"{host}\",\"token\":\"deaddeaddeaddead\",\"at\":1}}\n"),
+        format!("{{\"pid\":{dead},\"token\":\"0123456789abcdef\",\"at\":{}}}", now_ms()),
+        "{\"pid\": 12".to_owned(),
+    ]
+}
+
+fn leftovers(root: &Path, rounds: u64) -> Vec<String> {
+    let mut left = Vec::new();
+    for r in 0..rounds {
+        for e in std::fs::read_dir(root.join(format!("c{r}"))).unwrap() {
+            left.push(format!("c{r}/{}", e.unwrap().file_name().to_string_lossy()));
+        }
+    }
+    left
+}
+
+#[test]
+fn many_contenders_meet_a_stale_mutex_never_two_holders() {
+    if std::env::var_os("BATON_MUTEX_CONTENDER").is_some() {
+        return; // this process is a contender (see `contender_process`)
+    }
+    let rounds = env_or("BATON_MUTEX_ROUNDS", 1000);
+    let contenders = env_or("BATON_MUTEX_CONTENDERS", 8);
+    let root = std::env::temp_dir().join(format!("baton-mutex-contenders-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let dead = {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    };
+    let stale = stale_contents(dead);
+    for r in 0..rounds {
+        let cell = root.join(format!("c{r}"));
+        std::fs::create_dir_all(&cell).unwrap();
+        std::fs::write(cell.join("lock.mutex"), &stale[(r % 3) as usize]).unwrap();
+    }
+    let t0 = now_ms() + 1500;
+    let started = Instant::now();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..contenders)
+        .map(|_| {
+            Command::new(&exe)
+                .args(["contender_process", "--exact", "--nocapture", "--test-threads=1"])
+                .env("BATON_MUTEX_CONTENDER", format!("{},{rounds},{t0}", root.display()))
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "a contender failed: {text}");
+        let overlaps = text.split("RESULT ").nth(1).and_then(|t| t.split_whitespace().next());
+        assert_eq!(overlaps, Some("0"), "two holders at once: {text}");
+    }
+    eprintln!("{rounds} rounds of {contenders} contenders in {} ms", started.elapsed().as_millis());
+    assert_eq!(leftovers(&root, rounds), Vec::<String>::new(), "no mutex, claim or temp file is left behind");
+    let _ = std::fs::remove_dir_all(&root);
+}
