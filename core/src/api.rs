@@ -129,7 +129,8 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             run(op, input, |r: LedgerRequest| ownership::intend(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource))
         }
         "ledger-record" => run(op, input, |r: LedgerRequest| {
-            ownership::record(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource, r.id.as_deref().unwrap_or_default())
+            let id = r.id.as_deref().unwrap_or_default();
+            ownership::record(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource, id, r.owned_marker.as_deref())
         }),
         "ledger-forget" => {
             run(op, input, |r: LedgerRequest| ownership::forget(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource))
@@ -549,6 +550,9 @@ struct LedgerRequest {
     resource: ownership::Resource,
     #[serde(default)]
     id: Option<String>,
+    /// `ledger-record` only: the marker an entry that becomes owned is written with (`BATON_CREATED_BY`).
+    #[serde(default)]
+    owned_marker: Option<String>,
 }
 
 /// `ledger-check`: `{cell, holder?, epoch?, nowMs, resource, change, others: [{scope, text}], predecessor?}`

@@ -30,7 +30,8 @@ fn env_or(name: &str, default: u64) -> u64 {
 fn contender_process() {
     let Ok(spec) = std::env::var("BATON_MUTEX_CONTENDER") else { return };
     let parts: Vec<&str> = spec.split(',').collect();
-    let (root, rounds, t0) = (PathBuf::from(parts[0]), parts[1].parse::<u64>().unwrap(), parts[2].parse::<u64>().unwrap());
+    let (root, rounds, t0) =
+        (PathBuf::from(parts[0]), parts[1].parse::<u64>().unwrap(), parts[2].parse::<u64>().unwrap());
     let mut core = CoreComponent::load().unwrap();
     let mut overlaps = 0;
     for r in 0..rounds {
