@@ -268,7 +268,8 @@ class GitStore extends CellStore {
    * `[[tree path, text]]`.
    */
   async #legacyFiles(clone, dir) {
-    if (this.prefix !== legacy.SHARED_PREFIX) return [];
+    // Parent-object cells (`_locks/...`) were never on the legacy branch: the original seeds none.
+    if (this.prefix !== legacy.SHARED_PREFIX || dir.startsWith('_locks/')) return [];
     const fetched = await legacy.fetchLegacy(clone);
     if (fetched === false) return [];
     if (fetched !== true) throw this.#readError(fetched, legacy.BRANCH);

@@ -245,7 +245,8 @@ impl Inner {
 
     /// The legacy branch's files of the cell (see `legacy`), when this store shares the original's prefix.
     fn legacy_files(&mut self, core: &mut CoreComponent, cell: &CellRef) -> Result<Vec<(String, String)>, HostError> {
-        if self.prefix != legacy::SHARED_PREFIX {
+        // Parent-object cells (`_locks/...`) were never on the legacy branch: the original seeds none.
+        if self.prefix != legacy::SHARED_PREFIX || cell.dir.starts_with("_locks/") {
             return Ok(Vec::new());
         }
         let remote = self.remote.clone();
