@@ -2,8 +2,8 @@
 //! binary re-run as contenders) meet a stale mutex at the same instant, round after round (a dead owner's, the
 //! original tool's of a dead owner, half a file); each proves it is the only holder by creating a marker
 //! exclusively, so two owners at once show as a marker that already exists. `BATON_MUTEX_ROUNDS` (default
-//! 1000) rounds of `BATON_MUTEX_CONTENDERS` (default 8) contenders; the Node twin is
-//! `host-node/test/mutex-contenders.test.mjs`.
+//! 1000) rounds of `BATON_MUTEX_CONTENDERS` (default 8) contenders, and 300 rounds of 4 native and 4 Node
+//! contenders together; the Node-only twin is `host-node/test/mutex-contenders.test.mjs`.
 
 use baton_native::engine::CoreComponent;
 use baton_native::store::mutex::CellMutex;
@@ -71,14 +71,11 @@ fn leftovers(root: &Path, rounds: u64) -> Vec<String> {
     left
 }
 
-#[test]
-fn many_contenders_meet_a_stale_mutex_never_two_holders() {
-    if std::env::var_os("BATON_MUTEX_CONTENDER").is_some() {
-        return; // this process is a contender (see `contender_process`)
-    }
-    let rounds = env_or("BATON_MUTEX_ROUNDS", 1000);
-    let contenders = env_or("BATON_MUTEX_CONTENDERS", 8);
-    let root = std::env::temp_dir().join(format!("baton-mutex-contenders-{}", std::process::id()));
+/// Seeds `rounds` cells under a fresh root with stale mutexes, starts `native` contender processes of this
+/// binary and `node` contenders of the Node package (`host-node/test/fixtures/mutex-contender.cjs`, same
+/// schedule) and checks that none saw a second holder and nothing is left behind.
+fn contend(name: &str, rounds: u64, native: u64, node: u64) {
+    let root = std::env::temp_dir().join(format!("baton-mutex-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let dead = {
         let mut child = Command::new("true").spawn().unwrap();
@@ -95,7 +92,8 @@ fn many_contenders_meet_a_stale_mutex_never_two_holders() {
     let t0 = now_ms() + 1500;
     let started = Instant::now();
     let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..contenders)
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../host-node/test/fixtures/mutex-contender.cjs");
+    let mut children: Vec<_> = (0..native)
         .map(|_| {
             Command::new(&exe)
                 .args(["contender_process", "--exact", "--nocapture", "--test-threads=1"])
@@ -105,14 +103,48 @@ fn many_contenders_meet_a_stale_mutex_never_two_holders() {
                 .unwrap()
         })
         .collect();
+    for _ in 0..node {
+        let child = Command::new("node")
+            .arg(&fixture)
+            .args([root.display().to_string(), rounds.to_string(), t0.to_string(), PERIOD_MS.to_string()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("node runs the Node contenders (the project needs Node; scripts/setup.sh)");
+        children.push(child);
+    }
     for child in children {
         let out = child.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "a contender failed: {text}");
-        let overlaps = text.split("RESULT ").nth(1).and_then(|t| t.split_whitespace().next());
-        assert_eq!(overlaps, Some("0"), "two holders at once: {text}");
+        // Native: `RESULT <n>`; Node: `{"rounds":..,"overlaps":<n>}`.
+        let overlaps =
+            text.split("RESULT ").nth(1).and_then(|t| t.split_whitespace().next().map(str::to_owned)).or_else(|| {
+                serde_json::from_str::<serde_json::Value>(text.trim()).ok().map(|v| v["overlaps"].to_string())
+            });
+        assert_eq!(overlaps.as_deref(), Some("0"), "two holders at once: {text}");
     }
-    eprintln!("{rounds} rounds of {contenders} contenders in {} ms", started.elapsed().as_millis());
+    eprintln!(
+        "{name}: {rounds} rounds of {native} native and {node} Node contenders in {} ms",
+        started.elapsed().as_millis()
+    );
     assert_eq!(leftovers(&root, rounds), Vec::<String>::new(), "no mutex, claim or temp file is left behind");
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn many_contenders_meet_a_stale_mutex_never_two_holders() {
+    if std::env::var_os("BATON_MUTEX_CONTENDER").is_some() {
+        return; // this process is a contender (see `contender_process`)
+    }
+    contend("native", env_or("BATON_MUTEX_ROUNDS", 1000), env_or("BATON_MUTEX_CONTENDERS", 8), 0);
+}
+
+/// The two hosts break each other's stale mutexes by the same claim protocol: 4 native and 4 Node
+/// contenders on the same cells (300 rounds by default, `BATON_MUTEX_MIXED_ROUNDS`).
+#[test]
+fn native_and_node_contenders_meet_a_stale_mutex_never_two_holders() {
+    if std::env::var_os("BATON_MUTEX_CONTENDER").is_some() {
+        return; // this process is a contender (see `contender_process`)
+    }
+    contend("mixed", env_or("BATON_MUTEX_MIXED_ROUNDS", 300), 4, 4);
 }
