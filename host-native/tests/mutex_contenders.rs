@@ -148,3 +148,31 @@ fn native_and_node_contenders_meet_a_stale_mutex_never_two_holders() {
     }
     contend("mixed", env_or("BATON_MUTEX_MIXED_ROUNDS", 300), 4, 4);
 }
+
+/// The original tool breaks a mutex whose `at` is more than 10 s old: a held mutex says `at` and rewrites it
+/// while held (only `at` changes), and is still released afterwards.
+#[test]
+fn a_held_mutex_refreshes_at() {
+    if std::env::var_os("BATON_MUTEX_CONTENDER").is_some() {
+        return; // this process is a contender (see `contender_process`)
+    }
+    let dir = std::env::temp_dir().join(format!("baton-mutex-at-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("lock.mutex");
+    let mut core = CoreComponent::load().unwrap();
+    let held = CellMutex::take(&mut core, &file, "preview", "at").unwrap();
+    let read = || serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let first = read();
+    let keys: Vec<&str> = first.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(keys, ["pid", "start", "host", "token", "at"]);
+    assert_eq!(first["pid"], std::process::id());
+    std::thread::sleep(Duration::from_millis(2600));
+    let mut later = read();
+    assert!(later["at"].as_i64() > first["at"].as_i64(), "at refreshed: {first} -> {later}");
+    later["at"] = first["at"].clone();
+    assert_eq!(later, first, "only `at` changes");
+    drop(held);
+    assert!(!file.exists(), "released after a refresh");
+    let _ = std::fs::remove_dir_all(&dir);
+}

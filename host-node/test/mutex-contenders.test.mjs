@@ -4,7 +4,7 @@
 // that already exists. BATON_MUTEX_ROUNDS (default 1000) rounds, 8 contenders each (BATON_MUTEX_CONTENDERS; with the old rename-and-link-back break, 8 found two holders within 300 rounds, 4 did not).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, realpathSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, writeFileSync, readdirSync, readFileSync, existsSync, realpathSync } from 'node:fs';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import os from 'node:os';
@@ -47,4 +47,20 @@ test(`${CONTENDERS} processes meet a stale mutex at once, ${ROUNDS} rounds: neve
   const left = [];
   for (let r = 0; r < ROUNDS; r += 1) left.push(...readdirSync(path.join(root, `c${r}`)).map((f) => `c${r}/${f}`));
   assert.deepEqual(left, [], 'no mutex, claim, tomb or temp file is left behind');
+});
+
+test('a held mutex says `at` and refreshes it, so the original tool (stale after 10 s) sees it as live', { timeout: 30_000 }, async () => {
+  const { takeMutex, releaseMutex } = await import('../js/mutex.cjs');
+  const cellDir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'baton-mutex-at-')));
+  const file = path.join(cellDir, 'lock.mutex');
+  const held = await takeMutex(cellDir, { env: 'preview', scope: 'at' });
+  const first = JSON.parse(readFileSync(file, 'utf8'));
+  assert.deepEqual(Object.keys(first), ['pid', 'start', 'host', 'token', 'at']);
+  assert.equal(first.pid, process.pid);
+  await new Promise((resolve) => setTimeout(resolve, 2600));
+  const later = JSON.parse(readFileSync(file, 'utf8'));
+  assert.ok(later.at > first.at, `at refreshed: ${first.at} -> ${later.at}`);
+  assert.deepEqual({ ...later, at: first.at }, first, 'only `at` changes');
+  await releaseMutex(held);
+  assert.equal(existsSync(file), false, 'released after a refresh');
 });
