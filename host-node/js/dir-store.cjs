@@ -1,7 +1,9 @@
 'use strict';
 /**
  * The dir store (`dir:<path>`, docs/dir-store.md): one directory per cell, one mutex-protected transaction
- * per operation. The core makes every decision; this file loads snapshots and commits the changes.
+ * per operation. The core makes every decision; this file loads snapshots and commits the changes (a state
+ * file the snapshot lacked is created with link(2), so a lock the original tool created meanwhile, without
+ * the mutex, is never replaced).
  */
 const fs = require('node:fs/promises');
 const path = require('node:path');

@@ -1,5 +1,7 @@
 //! The dir store (`dir:<path>`): cells are directories, a transaction holds the cell mutex from load to
-//! commit, and every file write is a temp file + fsync + rename. Protocol: `docs/dir-store.md`.
+//! commit, and every file write is a temp file + fsync + rename, or + link(2) for a state file the snapshot
+//! did not have (the original tool creates `lock.json` without the mutex: it is never replaced). Protocol:
+//! `docs/dir-store.md`.
 
 use super::mutex::{CellMutex, random_hex};
 use crate::engine::CoreComponent;
