@@ -166,7 +166,7 @@ test(`the original's protocol against the Node package's acquireLock: ${ROUNDS} 
       const cellDir = path.join(root, 'preview', scope);
       const expired = i % 2 === 1;
       if (expired) expire(cellDir, i % 4 === 1);
-      const at = Date.now() + 15;
+      const at = Date.now() + 8;
       // Half the rounds start both at one instant; the others start the original when baton holds its mutex.
       const trigger = i % 4 < 2 ? { at, jitterUs: rand(1500) } : { after: path.join(cellDir, 'lock.mutex'), jitterUs: rand(1500) };
       const [original, baton] = await Promise.all([
