@@ -249,6 +249,12 @@ impl Guest for Component {
     fn git_env(request: String) -> Result<String, Error> {
         call("git-env", request)
     }
+    fn mutex_content(request: String) -> Result<String, Error> {
+        call("mutex-content", request)
+    }
+    fn mutex_verdict(request: String) -> Result<String, Error> {
+        call("mutex-verdict", request)
+    }
 }
 
 export!(Component);

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 36] = [
+pub const OPS: [&str; 38] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -55,6 +55,8 @@ pub const OPS: [&str; 36] = [
     "io-error",
     "list-cells",
     "git-env",
+    "mutex-content",
+    "mutex-verdict",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -131,7 +133,8 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             run(op, input, |r: LedgerRequest| ownership::intend(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource))
         }
         "ledger-record" => run(op, input, |r: LedgerRequest| {
-            ownership::record(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource, r.id.as_deref().unwrap_or_default())
+            let id = r.id.as_deref().unwrap_or_default();
+            ownership::record(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource, id, r.owned_marker.as_deref())
         }),
         "ledger-forget" => {
             run(op, input, |r: LedgerRequest| ownership::forget(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource))
@@ -194,6 +197,8 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
                 crate::stores::git_env::SET.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())).collect();
             Ok(to_json(&json!({ "remove": crate::stores::git_env::REMOVE, "set": set })))
         }
+        "mutex-content" => run(op, input, |r: crate::mutex::ContentRequest| crate::mutex::content(&r)),
+        "mutex-verdict" => run(op, input, |r: crate::mutex::VerdictRequest| crate::mutex::verdict(&r)),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }
@@ -586,6 +591,9 @@ struct LedgerRequest {
     resource: ownership::Resource,
     #[serde(default)]
     id: Option<String>,
+    /// `ledger-record` only: the marker an entry that becomes owned is written with (`BATON_CREATED_BY`).
+    #[serde(default)]
+    owned_marker: Option<String>,
 }
 
 /// `ledger-check`: `{cell, holder?, epoch?, nowMs, resource, change, others: [{scope, text}], predecessor?}`

@@ -22,6 +22,7 @@ pub mod error;
 pub mod gitstore;
 pub mod lease;
 pub mod lock;
+pub mod mutex;
 pub mod names;
 pub mod ownership;
 pub mod receipt;

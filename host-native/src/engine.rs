@@ -114,6 +114,8 @@ impl CoreComponent {
             "io-error" => d.call_io_error(s, &req),
             "list-cells" => d.call_list_cells(s, &req),
             "git-env" => d.call_git_env(s, &req),
+            "mutex-content" => d.call_mutex_content(s, &req),
+            "mutex-verdict" => d.call_mutex_verdict(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

@@ -194,7 +194,10 @@ fn a_store_laid_out_by_the_original_tool_is_read() {
     assert_eq!(status["lockState"], "expired");
     assert_eq!(status["lock"]["epoch"], 0);
     assert_eq!(status["owns"][0]["id"], "br-9");
-    assert_eq!(status["owns"][0]["createdBy"], "baton", "the original's sponson entries are owned");
+    assert_eq!(
+        status["owns"][0]["createdBy"], "sponson",
+        "the original's sponson entries are owned, printed as written"
+    );
     let (_, list) = t.json(&["ledger", "list", "--scope", "pr-7"]);
     assert_eq!(list["owns"].as_array().unwrap().len(), 1);
     // Taking it over keeps everything the original wrote.

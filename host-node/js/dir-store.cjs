@@ -1,7 +1,9 @@
 'use strict';
 /**
  * The dir store (`dir:<path>`, docs/dir-store.md): one directory per cell, one mutex-protected transaction
- * per operation. The core makes every decision; this file loads snapshots and commits the changes.
+ * per operation. The core makes every decision; this file loads snapshots and commits the changes (a state
+ * file the snapshot lacked is created with link(2), so a lock the original tool created meanwhile, without
+ * the mutex, is never replaced).
  */
 const fs = require('node:fs/promises');
 const path = require('node:path');
@@ -57,8 +59,33 @@ async function loadFiles(cellDir) {
   return files;
 }
 
-/** Commits a change set in order (temp file, fsync, rename; unlink), then fsyncs the cell directory. */
-async function applyChanges(cellDir, changes) {
+/**
+ * Places the complete temp file `tmp` at `target` only if nothing is there (link(2); EEXIST otherwise);
+ * where the file system has no hard links, with O_EXCL (`wx`) and `content`, as the original tool does.
+ */
+async function createLinked(tmp, target, content) {
+  try {
+    await fs.link(tmp, target);
+  } catch (e) {
+    if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP'].includes(e.code)) throw e;
+    const fh = await fs.open(target, 'wx', 0o600);
+    try {
+      await fh.writeFile(content, 'utf8');
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
+/**
+ * Commits a change set in order (temp file, fsync, rename; unlink), then fsyncs the cell directory. A write
+ * of a file in `absent` (not in the snapshot) is created exclusively (`createLinked`): a file created
+ * meanwhile (the original tool creates `lock.json` without the mutex) is never replaced; the answer is
+ * then `false`, the changes before it committed (as a crash there would leave them), the rest not.
+ * @returns {Promise<boolean>} whether every change was committed
+ */
+async function applyChanges(cellDir, changes, absent = []) {
   for (const change of changes) {
     if (typeof change.file !== 'string' || !/^[^/\\.][^/\\]*$/.test(change.file)) {
       throw new Error(`the core asked for a change outside the cell: ${JSON.stringify(change)}`);
@@ -66,6 +93,7 @@ async function applyChanges(cellDir, changes) {
     const target = path.join(cellDir, change.file);
     if (change.op === 'write') {
       const tmp = `${target}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`;
+      const exclusive = absent.includes(change.file);
       try {
         // Owner only (0600), in owner-only directories (0700): receipts name what a scope owns.
         const fh = await fs.open(tmp, 'wx', 0o600);
@@ -75,10 +103,13 @@ async function applyChanges(cellDir, changes) {
         } finally {
           await fh.close();
         }
-        await fs.rename(tmp, target);
+        if (exclusive) await createLinked(tmp, target, change.content);
+        else await fs.rename(tmp, target);
       } catch (e) {
-        await fs.unlink(tmp).catch(() => {});
+        if (exclusive && e.code === 'EEXIST') return false;
         throw e;
+      } finally {
+        await fs.unlink(tmp).catch(() => {});
       }
     } else if (change.op === 'delete') {
       await fs.unlink(target).catch((e) => {
@@ -94,6 +125,7 @@ async function applyChanges(cellDir, changes) {
     await dir?.sync().catch(() => {});
     await dir?.close();
   }
+  return true;
 }
 
 /**
@@ -120,22 +152,34 @@ async function transact(root, { env, scope, waitMs }, decide) {
     }
     await mkdirOwnerOnly(cellDir);
     if (!faults.unsafeNoMutex) mutex = await takeMutex(cellDir, { env, scope, waitMs });
-    const cell = { env, scope, files: await loadFiles(cellDir) };
-    // Test-only (BATON_TEST_JOURNAL): the cell's history, see faults.cjs.
-    const journal = faults.journaling ? { label: path.relative(root, cellDir), names: call('cell-files', {}) } : null;
-    if (journal) await faults.journalLoaded(journal.label, cellDir, cell.files, journal.names);
-    const answer = decide(cell, Date.now());
-    await faults.slowStore();
-    const changes = answer.changes ?? [];
-    await applyChanges(cellDir, changes);
-    if (journal && changes.length > 0) await faults.journalCommitted(journal.label, cellDir, journal.names);
-    return answer;
+    // A state file the snapshot lacked is created exclusively; when one appeared meanwhile, decide again.
+    for (let attempt = 0; attempt < CREATE_ATTEMPTS; attempt += 1) {
+      const cell = { env, scope, files: await loadFiles(cellDir) };
+      const absent = call('cell-files', {}).filter((n) => !(n in cell.files));
+      // Test-only (BATON_TEST_JOURNAL): the cell's history, see faults.cjs.
+      const journal = faults.journaling ? { label: path.relative(root, cellDir), names: call('cell-files', {}) } : null;
+      if (journal) await faults.journalLoaded(journal.label, cellDir, cell.files, journal.names);
+      const answer = decide(cell, Date.now());
+      await faults.slowStore();
+      const changes = answer.changes ?? [];
+      if (!(await applyChanges(cellDir, changes, absent))) continue;
+      if (journal && changes.length > 0) await faults.journalCommitted(journal.label, cellDir, journal.names);
+      return answer;
+    }
+    throw hostError(
+      'STORE_CONTENDED',
+      `Could not settle the cell ${env}/${scope} (${cellDir}): another tool kept creating its files meanwhile.`,
+      { environment: env, scope },
+    );
   } catch (e) {
     throw ioError(e);
   } finally {
     if (mutex) await releaseMutex(mutex).catch(() => {});
   }
 }
+
+/** How often a transaction decides again when a file it creates appeared meanwhile (the original's bound). */
+const CREATE_ATTEMPTS = 100;
 
 /**
  * A dir store. Obtain one with `openStore`; every method is one transaction on one cell, and every method

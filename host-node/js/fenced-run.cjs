@@ -127,7 +127,8 @@ class FencedRun {
   async record(resource, id) {
     this[open]('record');
     if (typeof id !== 'string') throw hostError('USAGE', 'lease.record needs the provider id of the resource (a string)');
-    await this.#fenced('ledger-record', { resource: resourceOf(resource), id });
+    // The marker an entry that becomes owned is written with (BATON_CREATED_BY; the core judges it).
+    await this.#fenced('ledger-record', { resource: resourceOf(resource), id, ownedMarker: process.env.BATON_CREATED_BY ?? null });
   }
 
   /** Removes `resource` from the ledger; resolves `{forgotten}`. */

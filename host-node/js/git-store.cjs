@@ -32,6 +32,7 @@ const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 const faults = require('./faults.cjs');
 const { git, parseBatch } = require('./git-run.cjs');
+const legacy = require('./git-legacy.cjs');
 
 const LATEST = 'latest.json';
 
@@ -269,11 +270,34 @@ class GitStore extends CellStore {
     return tip;
   }
 
-  /** The cell's state files at `tip` (none without a tip). */
-  async #load(clone, tip, dir) {
+  /**
+   * The legacy branch's files of the cell dir (git-legacy.cjs), when this store shares the original's prefix:
+   * `[[tree path, text]]`.
+   */
+  async #legacyFiles(clone, dir) {
+    // Parent-object cells (`_locks/...`) were never on the legacy branch: the original seeds none.
+    if (this.prefix !== legacy.SHARED_PREFIX || dir.startsWith('_locks/')) return [];
+    const fetched = await legacy.fetchLegacy(clone);
+    if (fetched === false) return [];
+    if (fetched !== true) throw this.#readError(fetched, legacy.BRANCH);
+    return legacy.legacyFiles(clone, dir);
+  }
+
+  /**
+   * The cell's state files at `tip`; without a tip, those of the legacy branch (none unless the store shares
+   * the original's prefix), whose files of the cell are then added to `seed` for the cell's first commit.
+   */
+  async #load(clone, tip, dir, seed = []) {
     const files = {};
-    if (tip === null) return files;
     this.#cellFiles ??= call('cell-files', {});
+    if (tip === null) {
+      seed.push(...(await this.#legacyFiles(clone, dir)));
+      for (const [p, text] of seed) {
+        const name = p.slice(dir.length + 1);
+        if (this.#cellFiles.includes(name)) files[name] = text;
+      }
+      return files;
+    }
     const lines = this.#cellFiles.map((name) => `${tip}:${dir}/${name}`);
     const r = await git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
     if (r.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(r.stderr)}`);
@@ -289,7 +313,7 @@ class GitStore extends CellStore {
    * one on a new root commit holding only `README.md` (`Start receipts for <env>/<scope>`); `README.md` set
    * and the changes applied to `<dir>/`. Returns the new commit.
    */
-  async #commit(clone, tip, env, scope, dir, changes, message) {
+  async #commit(clone, tip, env, scope, dir, changes, message, seed = []) {
     const readme = call('git-readme', { parentObject: env === '_locks' }).text;
     const parts = [];
     const data = (text) => {
@@ -302,7 +326,7 @@ class GitStore extends CellStore {
       line('commit refs/baton/new');
       line('mark :1');
       line('committer baton <baton@localhost> now');
-      data(`Start receipts for ${env}/${scope}`);
+      data(`Start receipts for ${env}/${scope}${seed.length > 0 ? legacy.FROM : ''}`);
       line('M 100644 inline README.md');
       data(readme);
       from = 'from :1';
@@ -314,6 +338,13 @@ class GitStore extends CellStore {
     line(from);
     line('M 100644 inline README.md');
     data(readme);
+    // A cell's own ref starts with what the legacy branch held for it (which is never written itself).
+    const changed = new Set(changes.map((c) => `${dir}/${c.file}`));
+    for (const [p, text] of tip === null ? seed : []) {
+      if (changed.has(p)) continue;
+      line(`M 100644 inline ${p}`);
+      data(text);
+    }
     for (const change of changes) {
       if (change.op === 'write') {
         line(`M 100644 inline ${dir}/${change.file}`);
@@ -401,7 +432,8 @@ class GitStore extends CellStore {
       for (;;) {
         const fresh = !this.#tips.has(ref);
         const tip = fresh ? await this.#fetch(clone, ref) : this.#tips.get(ref);
-        const files = await this.#load(clone, tip, dir);
+        const seed = [];
+        const files = await this.#load(clone, tip, dir, seed);
         let answer;
         let refusal = null;
         try {
@@ -423,7 +455,7 @@ class GitStore extends CellStore {
         const { message, what } = describe(env, scope, changes, files['lock.json']);
         const latest = changes.find((c) => c.op === 'write' && c.file === LATEST);
         if (latest) kept = await this.#keep(dir, latest.content);
-        const commit = await this.#commit(clone, tip, env, scope, dir, changes, message);
+        const commit = await this.#commit(clone, tip, env, scope, dir, changes, message, seed);
         const push = await this.#push(clone, commit, ref, tip);
         const { outcome, detail } = call('git-push-outcome', { exitCode: push.code, stderr: push.stderr });
         if (outcome === 'ok') {
@@ -535,15 +567,19 @@ class GitStore extends CellStore {
         .map((ref) => ref.slice(base.length));
       // The core says which refs are cells (no second spelling of a scope, never `_locks`), sorted by scope.
       const { cells } = call('list-cells', { env, spelling: 'ref', names });
-      if (cells.length === 0) return [];
+      const shared = this.prefix === legacy.SHARED_PREFIX;
+      if (cells.length === 0 && !shared) return [];
       const refspecs = cells.map((c, i) => `+${base}${c.name}:refs/baton-list/${i}`);
-      const f = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ...refspecs]);
+      const f = refspecs.length === 0 ? { code: 0 } : await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ...refspecs]);
       if (f.code !== 0) {
         // A ref deleted between ls-remote and fetch: ask again (3 attempts in all).
         if (/couldn't find remote ref/i.test(f.stderr) && attempt < 3) continue;
         throw this.#readError(f, base);
       }
       const lines = cells.map((c, i) => `refs/baton-list/${i}:${c.dir}/${LATEST}`);
+      // The original lists the legacy branch's scopes that have no ref of their own too.
+      if (shared) lines.push(...(await this.#legacyList(clone, env, cells)));
+      if (lines.length === 0) return [];
       const b = await git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
       if (b.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(b.stderr)}`);
       const entries = parseBatch(b.stdout, lines.length);
@@ -552,6 +588,27 @@ class GitStore extends CellStore {
         text: entries[i] !== null && entries[i].type === 'blob' ? entries[i].content.toString('utf8') : null,
       }));
     }
+  }
+
+  /**
+   * The `cat-file` specs of `latest.json` of the legacy branch's scopes of `env` without a ref of their own
+   * (not in `cells`); each spec's scope is appended to `cells` (`{scope}`), in the same order.
+   */
+  async #legacyList(clone, env, cells) {
+    const fetched = await legacy.fetchLegacy(clone);
+    if (fetched === false) return [];
+    if (fetched !== true) throw this.#readError(fetched, legacy.BRANCH);
+    const envDir = call('cell-path', { env, scope: 'x' }).dir.split('/')[0];
+    const dirs = await legacy.legacyScopeDirs(clone, envDir);
+    const { scopes } = call('scope-names', { dirs });
+    const own = new Set(cells.map((c) => c.scope));
+    const specs = [];
+    for (const scope of scopes) {
+      if (typeof scope !== 'string' || scope === '_locks' || own.has(scope)) continue;
+      cells.push({ scope });
+      specs.push(`${legacy.LOCAL}:${call('cell-path', { env, scope }).dir}/${LATEST}`);
+    }
+    return specs;
   }
 
   /**

@@ -479,7 +479,7 @@ test("a store laid out by the original tool is read: lock.json without epoch, v2
   assert.equal(status.receipt.runId, 'run-1a2b3c4d');
   assert.equal(status.receipt.status, 'complete');
   assert.deepEqual(status.owns.map((r) => [r.key, r.id, r.createdBy]), [
-    ['br-9', 'br_123', 'baton'],
+    ['br-9', 'br_123', 'sponson'], // as written: the original's marker is printed as it is
     ['DATABASE_URL', 'env_9', 'adopted'],
   ]);
   assert.match(status.warnings[0], /run-1a2b3c4d/);

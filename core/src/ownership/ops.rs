@@ -242,6 +242,10 @@ pub fn intend(cell: &Cell, holder: &str, epoch: u64, now: UnixMs, res: &Resource
 
 /// `ledger-record`: the resource exists with `id` and this scope owns it (an intent becomes owned; an
 /// unknown resource is added). Recording an inherited entry keeps its position and drops nothing.
+///
+/// An entry that becomes owned is written with `marker` (`baton`, the default, or the original tool's
+/// `sponson`, for stores shared with it: [`crate::receipt::owned_marker`]); an entry already owned keeps the
+/// marker it was written with.
 pub fn record(
     cell: &Cell,
     holder: &str,
@@ -249,8 +253,10 @@ pub fn record(
     now: UnixMs,
     res: &Resource,
     id: &str,
+    marker: Option<&str>,
 ) -> Result<Written, CoreError> {
     res.validate()?;
+    let marker = crate::receipt::owned_marker(marker)?;
     if id.trim().is_empty() {
         return Err(CoreError::usage("recording a resource needs its provider id (--id)"));
     }
@@ -259,7 +265,9 @@ pub fn record(
         Some(i) => {
             let e = &mut r.ledger[i];
             e.id = id.to_owned();
-            e.created_by = CreatedBy::Owned.as_str().into();
+            if e.created_by() != CreatedBy::Owned {
+                e.created_by = marker.into();
+            }
             if res.label.is_some() {
                 e.label.clone_from(&res.label);
             }
@@ -267,7 +275,11 @@ pub fn record(
                 e.parent.clone_from(&res.parent);
             }
         }
-        None => r.ledger.push(res.entry(CreatedBy::Owned, id)),
+        None => {
+            let mut entry = res.entry(CreatedBy::Owned, id);
+            entry.created_by = marker.into();
+            r.ledger.push(entry);
+        }
     }
     written(&r, Vec::new(), Map::new())
 }

@@ -36,6 +36,19 @@ impl CreatedBy {
     }
 }
 
+/// The spelling an owned entry is written with: `baton` unless `setting` (`BATON_CREATED_BY`, as the host
+/// read it; blank is unset) names the original tool's `sponson`, which the original counts as its own for
+/// apply and destroy and baton reads exactly as `baton`. Anything else is `USAGE`.
+pub fn owned_marker(setting: Option<&str>) -> Result<&'static str, crate::CoreError> {
+    match setting.map(str::trim).filter(|s| !s.is_empty()) {
+        None | Some("baton") => Ok("baton"),
+        Some("sponson") => Ok("sponson"),
+        Some(other) => Err(crate::CoreError::usage(format!(
+            "BATON_CREATED_BY must be `baton` (the default) or `sponson` (the original tool's marker, for stores shared with it), not `{other}`"
+        ))),
+    }
+}
+
 /// One ledger entry (original field names; unknown fields kept in `extra`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -94,7 +107,8 @@ impl LedgerEntry {
             key: self.key.clone(),
             provider: self.provider.clone(),
             id: self.id.clone(),
-            created_by: self.created_by().as_str().to_owned(),
+            // As written: `sponson` stays `sponson` (both mean owned here).
+            created_by: self.created_by.clone(),
         }
     }
 }
@@ -111,7 +125,7 @@ pub struct ResourceRef {
     pub provider: Value,
     /// The provider id (`""` for an intent).
     pub id: String,
-    /// `baton`, `adopted` or `intent`.
+    /// As written in the ledger: `baton` or `sponson` (owned), `adopted` or `intent`.
     pub created_by: String,
 }
 

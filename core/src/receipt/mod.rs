@@ -8,7 +8,7 @@
 mod ledger;
 mod parse;
 
-pub use ledger::{CreatedBy, LedgerEntry, ResourceRef, canonical_json, identity};
+pub use ledger::{CreatedBy, LedgerEntry, ResourceRef, canonical_json, identity, owned_marker};
 pub use parse::parse_receipt;
 
 use crate::cell::{Cell, Change, to_file_json};

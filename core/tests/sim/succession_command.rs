@@ -400,7 +400,7 @@ impl World<'_> {
                     .map(|w| (w.changes, w.receipt, w.facts)),
                 Op::Record(k) => {
                     let id = format!("id-{r}-{k}-{}", self.commits + 1);
-                    ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id)
+                    ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id, None)
                         .map(|w| (w.changes, w.receipt, w.facts))
                 }
                 Op::Forget(k) => ownership::forget(cell, &holder, epoch, now_ms, &resource(*k))

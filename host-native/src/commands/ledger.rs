@@ -23,10 +23,12 @@ pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome 
     let res = resource(args)?;
     let t = target(core, &args.target)?;
     let id = args.id.clone();
+    // The marker an entry that becomes owned is written with (the core judges it): docs/compatibility.md.
+    let marker = std::env::var("BATON_CREATED_BY").ok();
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
         core.invoke(
             op,
-            &json!({ "cell": cell, "holder": holder, "epoch": epoch, "nowMs": now, "resource": res, "id": id }),
+            &json!({ "cell": cell, "holder": holder, "epoch": epoch, "nowMs": now, "resource": res, "id": id, "ownedMarker": marker }),
         )
     })?;
     if !args.target.json {

@@ -1,5 +1,7 @@
 //! The dir store (`dir:<path>`): cells are directories, a transaction holds the cell mutex from load to
-//! commit, and every file write is a temp file + fsync + rename. Protocol: `docs/dir-store.md`.
+//! commit, and every file write is a temp file + fsync + rename, or + link(2) for a state file the snapshot
+//! did not have (the original tool creates `lock.json` without the mutex: it is never replaced). Protocol:
+//! `docs/dir-store.md`.
 
 use super::mutex::{CellMutex, random_hex};
 use crate::engine::CoreComponent;
@@ -149,33 +151,65 @@ impl DirStore {
         let _mutex = if faults.unsafe_no_mutex() {
             None
         } else {
-            Some(CellMutex::take(&dir.join("lock.mutex"), env, scope, self.mutex_wait)?)
+            Some(CellMutex::take(core, &dir.join("lock.mutex"), env, scope, self.mutex_wait)?)
         };
-        let cell = self.load(core, &dir, env, scope)?;
-        // Test-only (BATON_TEST_JOURNAL): the cell's history, see `faults`.
-        let journal = if faults.journaling() {
-            let label = dir.strip_prefix(&self.root).unwrap_or(&dir).display().to_string();
-            let names = core.cell_files()?;
-            let loaded = cell["files"].as_object().cloned().unwrap_or_default();
-            faults.journal_loaded(&label, &dir, &loaded, &names);
-            Some((label, names))
-        } else {
-            None
-        };
-        let answer = decide(core, cell, now_ms())?;
-        faults.slow_store();
-        if let Some(changes) = answer.get("changes").and_then(Value::as_array) {
-            apply(&dir, changes)?;
-            if let (Some((label, names)), false) = (&journal, changes.is_empty()) {
-                faults.journal_committed(label, &dir, names);
+        // A state file the snapshot did not have is created exclusively: the original tool creates
+        // `lock.json` with link(2) without taking the mutex, so it may appear meanwhile; then decide again.
+        for _ in 0..CREATE_ATTEMPTS {
+            let cell = self.load(core, &dir, env, scope)?;
+            let absent: Vec<String> =
+                core.cell_files()?.into_iter().filter(|n| cell["files"].get(n.as_str()).is_none()).collect();
+            // Test-only (BATON_TEST_JOURNAL): the cell's history, see `faults`.
+            let journal = if faults.journaling() {
+                let label = dir.strip_prefix(&self.root).unwrap_or(&dir).display().to_string();
+                let names = core.cell_files()?;
+                let loaded = cell["files"].as_object().cloned().unwrap_or_default();
+                faults.journal_loaded(&label, &dir, &loaded, &names);
+                Some((label, names))
+            } else {
+                None
+            };
+            let answer = decide(core, cell, now_ms())?;
+            faults.slow_store();
+            if let Some(changes) = answer.get("changes").and_then(Value::as_array) {
+                if let Applied::AppearedMeanwhile = apply(&dir, changes, &absent)? {
+                    continue;
+                }
+                if let (Some((label, names)), false) = (&journal, changes.is_empty()) {
+                    faults.journal_committed(label, &dir, names);
+                }
             }
+            return Ok(answer);
         }
-        Ok(answer)
+        Err(HostError::new(
+            "STORE_CONTENDED",
+            format!(
+                "Could not settle the cell {env}/{scope} ({}): another tool kept creating its files meanwhile.",
+                dir.display()
+            ),
+        )
+        .with("environment", env)
+        .with("scope", scope))
     }
 }
 
+/// How often a transaction decides again when a file it creates appeared meanwhile (the original tool's
+/// bound for its own acquire).
+const CREATE_ATTEMPTS: u32 = 100;
+
+/// How a change set went.
+enum Applied {
+    /// Every change committed.
+    Done,
+    /// A file to be created exclusively exists now: the changes before it were committed (as a crash there
+    /// would leave them), the rest not.
+    AppearedMeanwhile,
+}
+
 /// Applies a change set in order, each write atomic (temp file, fsync, rename), then fsyncs the directory.
-fn apply(dir: &Path, changes: &[Value]) -> Result<(), HostError> {
+/// A write of a file in `absent` (not in the snapshot) is created exclusively: the temp file is linked
+/// (`link(2)`), so a file created meanwhile is never replaced.
+fn apply(dir: &Path, changes: &[Value], absent: &[String]) -> Result<Applied, HostError> {
     for change in changes {
         let file = change["file"].as_str().filter(|f| !f.contains('/') && !f.starts_with('.') && !f.is_empty());
         let Some(file) = file else {
@@ -191,9 +225,17 @@ fn apply(dir: &Path, changes: &[Value]) -> Result<(), HostError> {
                     f.write_all(content.as_bytes())?;
                     f.sync_all()
                 });
-                if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, &path)) {
-                    let _ = std::fs::remove_file(&tmp);
-                    return Err(HostError::io(format!("cannot write {}", path.display()), &e));
+                let exclusive = absent.iter().any(|a| a == file);
+                let placed = written.and_then(|()| {
+                    if exclusive { create_linked(&tmp, &path, content) } else { std::fs::rename(&tmp, &path) }
+                });
+                let _ = std::fs::remove_file(&tmp);
+                match placed {
+                    Ok(()) => {}
+                    Err(e) if exclusive && e.kind() == ErrorKind::AlreadyExists => {
+                        return Ok(Applied::AppearedMeanwhile);
+                    }
+                    Err(e) => return Err(HostError::io(format!("cannot write {}", path.display()), &e)),
                 }
             }
             Some("delete") => match std::fs::remove_file(&path) {
@@ -211,7 +253,20 @@ fn apply(dir: &Path, changes: &[Value]) -> Result<(), HostError> {
     if let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
-    Ok(())
+    Ok(Applied::Done)
+}
+
+/// Creates `path` from the complete temp file `tmp` with `link(2)` (`AlreadyExists` if it exists); where
+/// the file system has no hard links, with `O_EXCL` and `content`, as the original tool does.
+fn create_linked(tmp: &Path, path: &Path, content: &str) -> std::io::Result<()> {
+    match std::fs::hard_link(tmp, path) {
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ENOTSUP)) => {
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+            f.write_all(content.as_bytes())?;
+            f.sync_all()
+        }
+        other => other,
+    }
 }
 
 /// Wall-clock milliseconds since the Unix epoch.

@@ -12,6 +12,7 @@
 //! (the ref is no longer at the tip it expected), the fresh fetch shows an empty cell, the core answers
 //! `LOCK_LOST` and nothing is re-asserted or written; the next run starts the ref afresh.
 
+mod legacy;
 mod repo;
 
 pub use repo::GitEnv;
@@ -149,7 +150,10 @@ impl GitStore {
         let mut g = self.lock();
         (|| {
             let cell = g.cell_ref(core, env, scope)?;
-            let Some(tip) = g.fetch(core, &cell.full)? else { return Ok(None) };
+            let Some(tip) = g.fetch(core, &cell.full)? else {
+                let path = format!("{}/{file}", cell.dir);
+                return Ok(g.legacy_files(core, &cell)?.into_iter().find(|(p, _)| *p == path).map(|(_, t)| t));
+            };
             let got = g.repo()?.cat(&[format!("{tip}:{}/{file}", cell.dir)])?;
             Ok(got.into_iter().next().flatten().map(|b| String::from_utf8_lossy(&b).into_owned()))
         })()
@@ -208,17 +212,53 @@ impl Inner {
         cell: &CellRef,
         tip: Option<&str>,
     ) -> Result<Value, HostError> {
+        self.load_seeded(core, env, scope, cell, tip).map(|(snapshot, _)| snapshot)
+    }
+
+    /// [`Self::load`], and for a cell without a ref of its own the legacy branch's files of the cell (the
+    /// snapshot is then read from them; empty unless the store shares the original's prefix).
+    fn load_seeded(
+        &mut self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        cell: &CellRef,
+        tip: Option<&str>,
+    ) -> Result<(Value, Vec<(String, String)>), HostError> {
         let mut files = Map::new();
+        let names = core.cell_files()?;
+        let mut seed = Vec::new();
         if let Some(tip) = tip {
-            let names = core.cell_files()?;
             let specs: Vec<String> = names.iter().map(|n| format!("{tip}:{}/{n}", cell.dir)).collect();
             for (name, got) in names.into_iter().zip(self.repo()?.cat(&specs)?) {
                 if let Some(bytes) = got {
                     files.insert(name, String::from_utf8_lossy(&bytes).into_owned().into());
                 }
             }
+        } else {
+            seed = self.legacy_files(core, cell)?;
+            for (path, text) in &seed {
+                let name = path.strip_prefix(cell.dir.as_str()).and_then(|p| p.strip_prefix('/')).unwrap_or_default();
+                if names.iter().any(|n| n == name) {
+                    files.insert(name.to_owned(), text.clone().into());
+                }
+            }
         }
-        Ok(json!({ "env": env, "scope": scope, "files": files }))
+        Ok((json!({ "env": env, "scope": scope, "files": files }), seed))
+    }
+
+    /// The legacy branch's files of the cell (see `legacy`), when this store shares the original's prefix.
+    fn legacy_files(&mut self, core: &mut CoreComponent, cell: &CellRef) -> Result<Vec<(String, String)>, HostError> {
+        // Parent-object cells (`_locks/...`) were never on the legacy branch: the original seeds none.
+        if self.prefix != legacy::SHARED_PREFIX || cell.dir.starts_with("_locks/") {
+            return Ok(Vec::new());
+        }
+        let remote = self.remote.clone();
+        match legacy::fetch(self.repo()?, &remote)? {
+            Ok(true) => legacy::files(self.repo()?, &cell.dir),
+            Ok(false) => Ok(Vec::new()),
+            Err(ran) => Err(read_error(core, &remote, legacy::BRANCH, &ran)),
+        }
     }
 
     fn transact(
@@ -239,7 +279,7 @@ impl Inner {
                 Some(tip) => (tip.clone(), false),
                 None => (self.fetch(core, &cell.full)?, true),
             };
-            let snapshot = self.load(core, env, scope, cell, tip.as_deref())?;
+            let (snapshot, seed) = self.load_seeded(core, env, scope, cell, tip.as_deref())?;
             let old_lock = snapshot["files"]["lock.json"].as_str().map(str::to_owned);
             let decided = decide(core, snapshot, super::dir::now_ms());
             let changes = match &decided {
@@ -255,13 +295,20 @@ impl Inner {
                 continue;
             }
             let answer = decided?;
-            let files = cell_changes(&cell.dir, &changes)?;
+            let mut files = cell_changes(&cell.dir, &changes)?;
             let (message, what) = describe(env, scope, &changes, old_lock.as_deref());
             if let Some(latest) = changes.iter().find(|c| c["op"] == "write" && c["file"] == "latest.json") {
                 let unpushed = self.unpushed.get_or_insert_with(unpushed_dir).clone();
                 *kept = Some(keep_locally(&unpushed, &cell.dir, latest["content"].as_str().unwrap_or_default())?);
             }
-            let root_message = format!("Start receipts for {env}/{scope}");
+            let mut root_message = format!("Start receipts for {env}/{scope}");
+            if !seed.is_empty() {
+                // The cell's own ref starts with what the legacy branch held for it (never written itself).
+                let changed: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
+                let kept = seed.into_iter().filter(|(p, _)| !changed.contains(p)).map(|(p, t)| (p, Some(t)));
+                files = kept.chain(files).collect();
+                root_message.push_str(legacy::FROM);
+            }
             let remote = self.remote.clone();
             let repo = self.repo()?;
             let commit = repo.commit(tip.as_deref(), &readme, &root_message, &files, &message)?;
@@ -289,6 +336,36 @@ impl Inner {
         }
     }
 
+    /// The scopes of `env` on the legacy branch that have no ref of their own (not in `own`), with the spec
+    /// of their `latest.json` there, as the original lists them.
+    fn legacy_list(
+        &mut self,
+        core: &mut CoreComponent,
+        env: &str,
+        own: &[(String, String)],
+    ) -> Result<Vec<(String, String)>, HostError> {
+        let remote = self.remote.clone();
+        match legacy::fetch(self.repo()?, &remote)? {
+            Ok(true) => {}
+            Ok(false) => return Ok(Vec::new()),
+            Err(ran) => return Err(read_error(core, &remote, legacy::BRANCH, &ran)),
+        }
+        let probe = core.invoke("cell-path", &json!({ "env": env, "scope": "x" }))?;
+        let env_dir = probe["dir"].as_str().and_then(|d| d.split('/').next()).unwrap_or(env).to_owned();
+        let dirs = legacy::scope_dirs(self.repo()?, &env_dir)?;
+        let names = core.invoke("scope-names", &json!({ "dirs": dirs }))?;
+        let mut found = Vec::new();
+        for name in names["scopes"].as_array().cloned().unwrap_or_default() {
+            let Some(scope) = name.as_str().filter(|s| *s != "_locks") else { continue };
+            if own.iter().any(|(s, _)| s == scope) {
+                continue;
+            }
+            let Ok(path) = core.invoke("cell-path", &json!({ "env": env, "scope": scope })) else { continue };
+            found.push((scope.to_owned(), legacy::latest_spec(path["dir"].as_str().unwrap_or_default())));
+        }
+        Ok(found)
+    }
+
     fn list(&mut self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
         let probe = core.invoke("list-cells", &json!({ "env": env, "spelling": "ref", "names": [] }))?;
         let env_seg =
@@ -308,7 +385,7 @@ impl Inner {
                 .collect();
             // The core says which refs are cells (no second spelling of a scope, never `_locks`).
             let cells = core.invoke("list-cells", &json!({ "env": env, "spelling": "ref", "names": segs }))?;
-            let found: Vec<(String, String, String)> = cells["cells"]
+            let cells: Vec<(String, String, String)> = cells["cells"]
                 .as_array()
                 .into_iter()
                 .flatten()
@@ -320,28 +397,35 @@ impl Inner {
                     ))
                 })
                 .collect();
-            if found.is_empty() {
+            let shared = self.prefix == legacy::SHARED_PREFIX;
+            if cells.is_empty() && !shared {
                 return Ok(Vec::new());
             }
             let specs: Vec<String> =
-                found.iter().enumerate().map(|(i, (seg, _, _))| format!("+{base}{seg}:refs/baton-list/{i}")).collect();
-            let ran = self.repo()?.fetch(&remote, &specs)?;
-            if !ran.ok {
+                cells.iter().enumerate().map(|(i, (seg, _, _))| format!("+{base}{seg}:refs/baton-list/{i}")).collect();
+            let ran = if specs.is_empty() { None } else { Some(self.repo()?.fetch(&remote, &specs)?) };
+            if let Some(ran) = ran.filter(|r| !r.ok) {
                 if ran.stderr.contains("couldn't find remote ref") && attempt < 3 {
                     continue; // a ref deleted between ls-remote and fetch
                 }
                 return Err(read_error(core, &remote, &base, &ran));
             }
-            let specs: Vec<String> = found
+            // (scope, the spec of its latest.json): the cells' own refs, then (with the original's prefix)
+            // the scopes found only on its legacy branch.
+            let mut found: Vec<(String, String)> = cells
                 .iter()
                 .enumerate()
-                .map(|(i, (_, _, dir))| format!("refs/baton-list/{i}:{dir}/latest.json"))
+                .map(|(i, (_, scope, dir))| (scope.clone(), format!("refs/baton-list/{i}:{dir}/latest.json")))
                 .collect();
+            if shared {
+                found.extend(self.legacy_list(core, env, &found)?);
+            }
+            let specs: Vec<String> = found.iter().map(|(_, s)| s.clone()).collect();
             let texts = self.repo()?.cat(&specs)?;
             return Ok(found
                 .into_iter()
                 .zip(texts)
-                .map(|((_, scope, _), text)| {
+                .map(|((scope, _), text)| {
                     json!({ "scope": scope, "text": text.map(|b| String::from_utf8_lossy(&b).into_owned()) })
                 })
                 .collect());

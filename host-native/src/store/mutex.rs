@@ -1,138 +1,239 @@
 //! The per-cell mutex of the dir store (`lock.mutex`), exactly as `docs/dir-store.md` specifies, so the
-//! Node package and this binary exclude each other on the same files.
+//! Node package, this binary and the original tool exclude each other on the same files.
 //!
-//! Taken by `link(2)` of a fully written temp file; names its owner by pid and process start time; broken
-//! only when that process no longer exists, never by age alone (a paused owner is still alive).
+//! Taken by `link(2)` of a fully written temp file; names its owner by pid and process start time and says
+//! when it was last known held (`at`, refreshed while held, which the original needs to see it as live).
+//! The core's `mutex-verdict` judges a mutex in the way from the facts gathered here; a stale one is broken
+//! only by the one contender that created its break claim exclusively, and only if it still holds exactly
+//! the content judged stale, so no number of contenders can remove a fresh owner's mutex. Never by age.
 
+use crate::engine::CoreComponent;
 use crate::error::HostError;
 use serde_json::{Value, json};
 use std::io::ErrorKind;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// A held cell mutex; released on drop if its content is still ours.
+/// How deep a breaker follows break claims left by breakers that died while breaking.
+const MAX_CLAIM_DEPTH: u32 = 8;
+
+/// A held cell mutex: its `at` is refreshed by a thread while held; released on drop if its content is
+/// still ours.
 pub struct CellMutex {
     path: PathBuf,
-    content: String,
+    held: Arc<Held>,
+    refresher: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What the holder and its refresh thread share.
+struct Held {
+    /// The mutex content as last written by us.
+    content: Mutex<String>,
+    /// Set on release: the refresh thread stops.
+    stop: Mutex<bool>,
+    wake: Condvar,
 }
 
 impl CellMutex {
-    /// Takes the mutex at `path` (the cell's `lock.mutex`), waiting up to `bound` while a live process
-    /// holds it (then `STORE_CONTENDED`). `env/scope` names the cell in the timeout error.
-    pub fn take(path: &Path, env: &str, scope: &str, bound: Duration) -> Result<Self, HostError> {
+    /// Takes the mutex at `path` (the cell's `lock.mutex`), waiting up to `bound` while a live process holds
+    /// it (then `STORE_CONTENDED`) and breaking it when the core judges its owner gone. `env`/`scope` name
+    /// the cell in the timeout error.
+    pub fn take(
+        core: &mut CoreComponent,
+        path: &Path,
+        env: &str,
+        scope: &str,
+        bound: Duration,
+    ) -> Result<Self, HostError> {
         let token = random_hex(8);
         let pid = std::process::id();
-        let content =
-            format!("{}\n", json!({ "pid": pid, "start": process_start(pid), "host": hostname(), "token": token }));
+        let own = core.invoke(
+            "mutex-content",
+            &json!({ "pid": pid, "stat": read_stat(pid), "host": hostname(), "token": token, "nowMs": super::dir::now_ms() }),
+        )?;
+        let content = own["content"].as_str().unwrap_or_default().to_owned();
+        let refresh = Duration::from_millis(own["refreshMs"].as_u64().unwrap_or(2_000));
         let tmp = path.with_file_name(format!("lock.mutex.{pid}.{token}.tmp"));
-        let written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, content.as_bytes()));
-        written.map_err(|e| HostError::io(format!("cannot write {}", tmp.display()), &e))?;
+        write_new(&tmp, &content).map_err(|e| HostError::io(format!("cannot write {}", tmp.display()), &e))?;
+        let result = Self::link_in(core, path, &tmp, env, scope, bound);
+        let _ = std::fs::remove_file(&tmp);
+        result?;
+        let held = Arc::new(Held { content: Mutex::new(content), stop: Mutex::new(false), wake: Condvar::new() });
+        let refresher = {
+            let (held, path) = (Arc::clone(&held), path.to_owned());
+            let tmp = path.with_file_name(format!("lock.mutex.{pid}.{token}.at.tmp"));
+            std::thread::Builder::new()
+                .name("baton-mutex-at".into())
+                .spawn(move || refresh_loop(&held, &path, &tmp, refresh))
+        };
+        Ok(Self { path: path.to_owned(), held, refresher: refresher.ok() })
+    }
+
+    fn link_in(
+        core: &mut CoreComponent,
+        path: &Path,
+        tmp: &Path,
+        env: &str,
+        scope: &str,
+        bound: Duration,
+    ) -> Result<(), HostError> {
         let started = Instant::now();
         let mut spins = 0u32;
-        let result = loop {
-            match std::fs::hard_link(&tmp, path) {
-                Ok(()) => {
-                    break Ok(Self { path: path.to_owned(), content: content.clone() });
-                }
+        loop {
+            match std::fs::hard_link(tmp, path) {
+                Ok(()) => return Ok(()),
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-                Err(e) => {
-                    break Err(HostError::io(format!("cannot create {}", path.display()), &e));
-                }
+                Err(e) => return Err(HostError::io(format!("cannot create {}", path.display()), &e)),
             }
             let holder = match std::fs::read_to_string(path) {
                 Err(e) if e.kind() == ErrorKind::NotFound => continue,
-                Err(e) => break Err(HostError::io(format!("cannot read {}", path.display()), &e)),
+                Err(e) => return Err(HostError::io(format!("cannot read {}", path.display()), &e)),
                 Ok(text) => text,
             };
-            let parsed: Option<Value> = serde_json::from_str(&holder).ok();
-            let owner_pid = parsed.as_ref().and_then(|v| v.get("pid")).and_then(Value::as_u64);
-            if owner_gone(parsed.as_ref()) {
-                break_mutex(path, &holder, &token);
+            let verdict = judge(core, &holder)?;
+            if verdict["verdict"] != "live" {
+                break_stale(core, path, &holder, &verdict, tmp, 0)?;
                 continue;
             }
             if started.elapsed() >= bound {
-                break Err(HostError::new(
+                let owner_pid = verdict["pid"].clone();
+                return Err(HostError::new(
                     "STORE_CONTENDED",
                     format!(
                         "Timed out after {} s waiting for the mutex of {env}/{scope} ({}), held by pid {}.",
                         bound.as_secs_f64(),
                         path.display(),
-                        owner_pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
+                        owner_pid.as_u64().map_or_else(|| "?".to_owned(), |p| p.to_string())
                     ),
                 )
                 .with("environment", env)
                 .with("scope", scope)
                 .with("path", path.display().to_string())
-                .with("holderPid", owner_pid.map_or(Value::Null, Value::from)));
+                .with("holderPid", owner_pid));
             }
             let base = f64::from((2 + spins).min(25));
             spins += 1;
             let jitter = 0.5 + f64::from(random_u32() % 1000) / 1000.0;
             std::thread::sleep(Duration::from_micros((base * jitter * 1000.0) as u64));
-        };
-        let _ = std::fs::remove_file(&tmp);
-        result
+        }
     }
 }
 
 impl Drop for CellMutex {
     fn drop(&mut self) {
-        if std::fs::read_to_string(&self.path).is_ok_and(|c| c == self.content) {
+        *self.held.stop.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.held.wake.notify_all();
+        if let Some(t) = self.refresher.take() {
+            let _ = t.join();
+        }
+        let ours = self.held.content.lock().unwrap_or_else(PoisonError::into_inner);
+        if std::fs::read_to_string(&self.path).is_ok_and(|c| c == *ours) {
             let _ = std::fs::remove_file(&self.path);
         }
     }
 }
 
-/// Whether the mutex owner described by `content` no longer exists (see the protocol).
-fn owner_gone(content: Option<&Value>) -> bool {
-    let Some(v) = content else { return true };
-    let Some(pid) = v.get("pid").and_then(Value::as_u64).and_then(|p| u32::try_from(p).ok()).filter(|p| *p > 0) else {
-        return true;
+/// Rewrites `at` of our mutex every `every` until released, if the file still holds our content.
+fn refresh_loop(held: &Held, path: &Path, tmp: &Path, every: Duration) {
+    let mut stop = held.stop.lock().unwrap_or_else(PoisonError::into_inner);
+    loop {
+        // Checked before waiting too: a release may come before this thread first waits.
+        if *stop {
+            return;
+        }
+        let (guard, _) = held.wake.wait_timeout(stop, every).unwrap_or_else(PoisonError::into_inner);
+        stop = guard;
+        if *stop {
+            return;
+        }
+        let mut ours = held.content.lock().unwrap_or_else(PoisonError::into_inner);
+        if !std::fs::read_to_string(path).is_ok_and(|c| c == *ours) {
+            return; // not ours any more: nothing to keep fresh
+        }
+        let Ok(mut v) = serde_json::from_str::<Value>(&ours) else { return };
+        v["at"] = super::dir::now_ms().into();
+        let fresh = format!("{v}\n");
+        let _ = std::fs::remove_file(tmp);
+        if write_new(tmp, &fresh).and_then(|()| std::fs::rename(tmp, path)).is_ok() {
+            *ours = fresh;
+        } else {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// The core's verdict on mutex (or claim) content `text`, from the facts about the pid it names.
+fn judge(core: &mut CoreComponent, text: &str) -> Result<Value, HostError> {
+    let pid = serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|v| v.get("pid").and_then(Value::as_u64))
+        .and_then(|p| u32::try_from(p).ok())
+        .filter(|p| *p > 0);
+    let owner = pid.map(|p| json!({ "pid": p, "stat": read_stat(p), "alive": process_alive(p) }));
+    core.invoke(
+        "mutex-verdict",
+        &json!({ "content": text, "host": hostname(), "proc": Path::new("/proc/self/stat").exists(), "owner": owner }),
+    )
+}
+
+/// Removes `target` only if it still holds `judged` (judged stale in `verdict`), and only as the one
+/// breaker that created the claim the verdict names; a claim left by a breaker that died is broken the
+/// same way, up to [`MAX_CLAIM_DEPTH`]. A live breaker's claim means someone else is at it: return.
+fn break_stale(
+    core: &mut CoreComponent,
+    target: &Path,
+    judged: &str,
+    verdict: &Value,
+    tmp: &Path,
+    depth: u32,
+) -> Result<(), HostError> {
+    let Some(claim) = verdict["claim"].as_str().filter(|c| !c.contains('/')).map(|c| target.with_file_name(c)) else {
+        return Err(HostError::internal(format!("mutex-verdict answered {verdict}")));
     };
-    if v.get("host").and_then(Value::as_str).is_some_and(|h| h != hostname()) {
-        return false;
-    }
-    match v.get("start").and_then(Value::as_str) {
-        Some(start) if Path::new("/proc/self/stat").exists() => process_start(pid).as_deref() != Some(start),
-        _ => !process_alive(pid),
+    match std::fs::hard_link(tmp, &claim) {
+        Ok(()) => {
+            if std::fs::read_to_string(target).is_ok_and(|c| c == judged) {
+                let _ = std::fs::remove_file(target);
+            }
+            let mine = std::fs::read_to_string(tmp).ok();
+            if mine.is_some() && std::fs::read_to_string(&claim).ok() == mine {
+                let _ = std::fs::remove_file(&claim);
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            let Ok(other) = std::fs::read_to_string(&claim) else { return Ok(()) };
+            let theirs = judge(core, &other)?;
+            if theirs["verdict"] != "live" && depth < MAX_CLAIM_DEPTH {
+                break_stale(core, &claim, &other, &theirs, tmp, depth + 1)?;
+            }
+            Ok(())
+        }
+        Err(e) => Err(HostError::io(format!("cannot create {}", claim.display()), &e)),
     }
 }
 
-fn break_mutex(path: &Path, judged: &str, token: &str) {
-    let tomb = path.with_file_name(format!("lock.mutex.{token}.tomb"));
-    if std::fs::rename(path, &tomb).is_err() {
-        return;
-    }
-    if std::fs::read_to_string(&tomb).is_ok_and(|c| c != judged) {
-        let _ = std::fs::hard_link(&tomb, path);
-    }
-    let _ = std::fs::remove_file(&tomb);
+/// Creates `path` (owner only) holding `text`; fails if it exists.
+fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
+    std::io::Write::write_all(&mut f, text.as_bytes())
 }
 
-/// Field 22 of `/proc/<pid>/stat` (start time in clock ticks since boot), or `None` without `/proc` and for
-/// a process that has exited: a zombie (state `Z` or `X`), which stays listed until its parent reaps it, and
-/// forever where PID 1 does not reap orphans (many containers), holds nothing any more.
-fn process_start(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_comm = &stat[stat.rfind(')')? + 1..];
-    // Fields after the comm start at field 3 (the state); field 22 is the 20th of them.
-    let mut fields = after_comm.split_whitespace();
-    if matches!(fields.next(), Some("Z" | "X")) {
-        return None;
-    }
-    fields.nth(18).map(str::to_owned)
+/// The text of `/proc/<pid>/stat`, if it exists.
+fn read_stat(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()
 }
 
-fn process_alive(pid: u32) -> bool {
+/// Whether `kill(pid, 0)` says the process exists (anything but `ESRCH`).
+pub fn process_alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;
     };
+    if pid <= 0 {
+        return false;
+    }
     #[allow(unsafe_code)]
     // SAFETY: kill with signal 0 only checks whether the process exists; it sends nothing.
     let rc = unsafe { libc::kill(pid, 0) };
