@@ -37,7 +37,14 @@ fn contender_process() {
     for r in 0..rounds {
         let cell = root.join(format!("c{r}"));
         while now_ms() < t0 + r * PERIOD_MS {}
-        let held = CellMutex::take(&mut core, &cell.join("lock.mutex"), "preview", &format!("c{r}")).unwrap();
+        let held = CellMutex::take(
+            &mut core,
+            &cell.join("lock.mutex"),
+            "preview",
+            &format!("c{r}"),
+            std::time::Duration::from_secs(30),
+        )
+        .unwrap();
         let marker = cell.join("held");
         match std::fs::OpenOptions::new().write(true).create_new(true).open(&marker) {
             Ok(_) => {}
@@ -161,7 +168,7 @@ fn a_held_mutex_refreshes_at() {
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("lock.mutex");
     let mut core = CoreComponent::load().unwrap();
-    let held = CellMutex::take(&mut core, &file, "preview", "at").unwrap();
+    let held = CellMutex::take(&mut core, &file, "preview", "at", std::time::Duration::from_secs(30)).unwrap();
     let read = || serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let first = read();
     let keys: Vec<&str> = first.as_object().unwrap().keys().map(String::as_str).collect();
