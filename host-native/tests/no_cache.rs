@@ -178,6 +178,15 @@ fn baton_writes_nothing_under_the_old_cache_folders() {
 }
 
 #[test]
+fn the_embedded_core_is_used_whatever_wasmtime_reads_from_the_environment() {
+    // wasmtime's default configuration reads `WASMTIME_BACKTRACE_DETAILS`, which changes how code is compiled.
+    let caches = Caches::new("env");
+    let out = caches.t.baton(&["scope", "--branch", "x"]).env("WASMTIME_BACKTRACE_DETAILS", "1").output().unwrap();
+    assert_ran(&out, "scope with WASMTIME_BACKTRACE_DETAILS=1");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "branch-x\n");
+}
+
+#[test]
 fn the_poisoned_artifact_is_what_wasmtime_would_run() {
     // The control for the test above: wasmtime accepts the planted file as a compiled core (its header,
     // version and settings fit this engine), so only not reading it keeps baton safe. Loading is as far as

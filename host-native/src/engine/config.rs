@@ -10,7 +10,11 @@ use wasmtime::Config;
 /// CPU features wasmtime detects on the machine it runs on (an in-memory compile, the fallback when the
 /// embedded artifact cannot be used, then uses them).
 pub fn run() -> Config {
-    Config::new()
+    let mut config = Config::new();
+    // Fixed rather than read from `WASMTIME_BACKTRACE_DETAILS` (wasmtime's default): the variable changes
+    // how code is compiled, so a value set at build or run time would make the embedded artifact unusable.
+    config.wasm_backtrace_details(wasmtime::WasmBacktraceDetails::Disable);
+    config
 }
 
 /// The configuration the build script precompiles the core with, for `target` (a rustc target triple, the
