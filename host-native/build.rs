@@ -1,6 +1,19 @@
-//! Embeds the core component (built by `scripts/build-wasm.sh`) into the `baton` binary.
+//! Embeds the core component (built by `scripts/build-wasm.sh`) into the `baton` binary, together with the
+//! machine code wasmtime compiles from those very bytes for the binary's target. `baton` loads that code from
+//! its own read-only image and never reads or writes compiled code on disk.
+//!
+//! Writes into `OUT_DIR`: `baton-core.component.wasm` (the component) and `baton-core.cwasm` (the
+//! precompiled core: compiled with `engine::config::precompile`, the baseline ISA of the target, so it runs on
+//! any CPU of the architecture). When wasmtime cannot compile for the target here (a cross-compile to another
+//! architecture: this build of wasmtime carries only the build machine's backend), the artifact is left
+//! empty, cargo prints a warning, and the binary compiles the core in memory at every start, saying so on
+//! stderr.
 
-use std::path::PathBuf;
+#[allow(dead_code, unreachable_pub)] // the build script uses only `precompile`
+#[path = "src/engine/config.rs"]
+mod config;
+
+use std::path::{Path, PathBuf};
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -9,12 +22,36 @@ fn main() {
         .unwrap_or_else(|| manifest.join("../target/baton-core.component.wasm"));
     println!("cargo:rerun-if-env-changed=BATON_COMPONENT");
     println!("cargo:rerun-if-changed={}", component.display());
-    if !component.exists() {
+    let bytes = std::fs::read(&component).unwrap_or_else(|e| {
         panic!(
-            "the core component {} does not exist: run `bash scripts/build-wasm.sh` first (or set BATON_COMPONENT)",
+            "cannot read the core component {} ({e}): run `bash scripts/build-wasm.sh` first (or set BATON_COMPONENT)",
             component.display()
-        );
-    }
-    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("baton-core.component.wasm");
-    std::fs::copy(&component, &out).expect("copy the component into OUT_DIR");
+        )
+    });
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    write(&out.join("baton-core.component.wasm"), &bytes);
+
+    let target = std::env::var("TARGET").expect("cargo sets TARGET");
+    println!("cargo:rustc-env=BATON_TARGET={target}"); // the engine's tests precompile for it too
+    let artifact = match precompile(&bytes, &target) {
+        Ok(artifact) => artifact,
+        Err(e) => {
+            println!(
+                "cargo:warning=cannot precompile the core for {target} ({e}); this `baton` will compile it in memory at every start"
+            );
+            Vec::new()
+        }
+    };
+    write(&out.join("baton-core.cwasm"), &artifact);
+}
+
+/// The core compiled for `target` with the configuration the binary loads it with.
+fn precompile(component: &[u8], target: &str) -> Result<Vec<u8>, String> {
+    let config = config::precompile(target).map_err(|e| format!("{e:#}"))?;
+    let engine = wasmtime::Engine::new(&config).map_err(|e| format!("{e:#}"))?;
+    engine.precompile_component(component).map_err(|e| format!("{e:#}"))
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
 }

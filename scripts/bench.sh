@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks: per-call decision cost (native, component, Node), cold start of `baton scope` vs
 # `git --version`, and the lease cycle on the dir store vs flock(1) and proper-lockfile. Every figure is a
-# ratio to a baseline measured in the same run; nothing is asserted.
+# ratio to a baseline measured in the same run; nothing is asserted. BATON_BENCH_BEFORE=<another baton
+# binary> (say, a build of an older commit) adds that build's cold start to the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -12,8 +12,6 @@ step "setup";                bash scripts/setup.sh
 step "format";               cargo fmt --all --check
 step "build the wasm";       bash scripts/build-wasm.sh
 step "build";                cargo build --quiet -p baton-native
-# Compile the component once into the cache, so parallel CLI tests do not all compile it at the same time.
-step "warm the compile cache"; target/debug/baton scope --branch warm-up >/dev/null
 step "cargo test";           cargo test --workspace --quiet
 step "simulation (100,000 schedules, release)"
                              BATON_SIM_SCHEDULES=100000 cargo test --release --quiet -p baton-core --test sim

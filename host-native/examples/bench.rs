@@ -2,6 +2,7 @@
 //!
 //! `cargo run --release -p baton-native --example bench` (or `bash scripts/bench.sh`, which also builds
 //! the wasm and passes the Node figures in `BATON_BENCH_NODE`, a JSON object from host-node/bench/bench.mjs).
+//! `BATON_BENCH_BEFORE=<another baton binary>` adds that build's cold start, measured in the same run.
 
 use baton_native::engine::CoreComponent;
 use baton_native::store::DirStore;
@@ -45,6 +46,55 @@ fn per_process(runs: usize, program: &str, args: &[&str]) -> f64 {
     samples[samples.len() / 2]
 }
 
+/// Median wall time of `runs` processes of `baton scope --branch x`, each the first on its machine as far
+/// as baton can tell: `$HOME`, `$XDG_CACHE_HOME` and `$BATON_CACHE_DIR` point into a fresh empty folder (so a
+/// build that kept a compile cache there, as older ones did, pays its compile every time).
+fn first_starts(runs: usize, baton: &str, tmp: &std::path::Path) -> f64 {
+    let mut samples: Vec<f64> = (0..runs)
+        .map(|i| {
+            let home = tmp.join(format!("home-{i}"));
+            let t = Instant::now();
+            scope_in(baton, &home);
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let _ = std::fs::remove_dir_all(&home);
+            ms
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// Like [`first_starts`], but every process shares one such folder, after one unmeasured process: the start
+/// of an older build whose compile cache is warm.
+fn cached_starts(runs: usize, baton: &str, tmp: &std::path::Path) -> f64 {
+    let home = tmp.join("home-shared");
+    scope_in(baton, &home);
+    let mut samples: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            scope_in(baton, &home);
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// One `baton scope --branch x` with `$HOME` and both cache variables in `home` (created if missing).
+fn scope_in(baton: &str, home: &std::path::Path) {
+    std::fs::create_dir_all(home).expect("temp dir");
+    let ok = Command::new(baton)
+        .args(["scope", "--branch", "x"])
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("BATON_CACHE_DIR", home.join(".cache/baton"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "{baton} scope --branch x failed");
+}
+
 fn main() {
     let node: Value =
         std::env::var("BATON_BENCH_NODE").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(Value::Null);
@@ -79,11 +129,19 @@ fn main() {
     let baton = std::env::var("BATON_BIN").unwrap_or_else(|_| "target/release/baton".into());
     let tmp = std::env::temp_dir().join(format!("baton-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
-    let _ = per_process(3, &baton, &["scope", "--branch", "x"]); // warm the compile cache
     let git = per_process(31, "git", &["--version"]);
-    let scope = per_process(31, &baton, &["scope", "--branch", "x"]);
-    println!("\ncold start (median of 31 processes)");
+    let scope = first_starts(31, &baton, &tmp);
+    println!("\ncold start (median of 31 processes, each with an empty $HOME and cache folders)");
     println!("  baton scope {scope:.2} ms vs git --version {git:.2} ms: {:.2}x", scope / git);
+    if let Ok(before) = std::env::var("BATON_BENCH_BEFORE") {
+        let first = first_starts(31, &before, &tmp);
+        let warm = cached_starts(31, &before, &tmp);
+        println!(
+            "  before ({before}): {first:.2} ms ({:.2}x); with a compile cache it filled itself {warm:.2} ms ({:.2}x)",
+            first / git,
+            warm / git
+        );
+    }
 
     println!("\nlease cycle on the dir store (acquire, one fenced write, release)");
     let store = DirStore::new(tmp.join("store"), std::time::Duration::from_secs(30));

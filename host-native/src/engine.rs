@@ -1,16 +1,20 @@
 //! The core component in wasmtime: every decision of the `baton` binary goes through here.
 //!
-//! The component bytes are embedded in the binary. Compiling them takes tens of milliseconds, so the
-//! compiled artifact is cached on disk (`$BATON_CACHE_DIR`, else `$XDG_CACHE_HOME/baton`, else
-//! `~/.cache/baton`), keyed by a hash of the component and of the engine configuration; a repeated
-//! `baton scope` then only maps the cached file (well under a millisecond).
+//! The binary carries the component and the machine code wasmtime compiled from it at build time
+//! (`build.rs`, for the target's baseline ISA, see [`config`]). [`CoreComponent::load`] loads that code from
+//! the binary's own read-only image; nothing compiled is ever read from or written to disk. Should wasmtime
+//! refuse the embedded code on this machine, the component is compiled in memory instead, with one line on
+//! stderr saying so.
+
+pub mod config;
+#[cfg(test)]
+mod tests;
 
 use crate::error::HostError;
 use serde_json::Value;
-use std::hash::{Hash, Hasher};
-use std::path::PathBuf;
+use std::sync::OnceLock;
 use wasmtime::component::{Component, Linker, ResourceAny};
-use wasmtime::{Config, Engine, Store};
+use wasmtime::{Engine, Store};
 
 mod bindings {
     #![allow(missing_docs, unreachable_pub)] // generated from wit/baton.wit
@@ -26,6 +30,10 @@ use bindings::exports::baton::core::decisions::Error as WitError;
 /// The component bytes this binary was built with.
 pub const COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/baton-core.component.wasm"));
 
+/// [`COMPONENT`] compiled by `build.rs` with [`config::precompile`] for this binary's target (empty when the
+/// build could not compile for it).
+pub const PRECOMPILED: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/baton-core.cwasm"));
+
 /// A loaded, instantiated core. Cheap to call (a few microseconds per decision).
 pub struct CoreComponent {
     store: Store<()>,
@@ -33,19 +41,27 @@ pub struct CoreComponent {
 }
 
 impl CoreComponent {
-    /// Loads the embedded component, from the compile cache when possible.
+    /// A fresh instance of the embedded core. The first call in a process loads the precompiled code (or,
+    /// if wasmtime refuses it here, compiles the component in memory and says so in one line on stderr);
+    /// later calls, from any thread, reuse it and only instantiate (microseconds).
     pub fn load() -> Result<Self, HostError> {
-        Self::from_bytes(COMPONENT)
+        let (engine, component) = embedded()?;
+        Self::instantiate(&engine, &component)
     }
 
-    /// Loads a component from `bytes` (tests load the file built by `scripts/build-wasm.sh`).
+    /// Compiles the component `bytes` in memory and instantiates it (for components other than the
+    /// embedded one; nothing is cached).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, HostError> {
-        let engine = Engine::new(&Config::new()).map_err(wasm_error)?;
-        let component = load_cached(&engine, bytes)?;
+        let engine = Engine::new(&config::run()).map_err(wasm_error)?;
+        let component = Component::new(&engine, bytes).map_err(wasm_error)?;
+        Self::instantiate(&engine, &component)
+    }
+
+    fn instantiate(engine: &Engine, component: &Component) -> Result<Self, HostError> {
         // The world has no imports, so an empty linker instantiates it; anything else fails here.
-        let linker = Linker::new(&engine);
-        let mut store = Store::new(&engine, ());
-        let core = Core::instantiate(&mut store, &component, &linker).map_err(wasm_error)?;
+        let linker = Linker::new(engine);
+        let mut store = Store::new(engine, ());
+        let core = Core::instantiate(&mut store, component, &linker).map_err(wasm_error)?;
         Ok(Self { store, core })
     }
 
@@ -142,7 +158,7 @@ impl CoreComponent {
 
 /// The names of everything a component imports (the core must import nothing).
 pub fn imports_of(bytes: &[u8]) -> Result<Vec<String>, HostError> {
-    let engine = Engine::new(&Config::new()).map_err(wasm_error)?;
+    let engine = Engine::new(&config::run()).map_err(wasm_error)?;
     let component = Component::new(&engine, bytes).map_err(wasm_error)?;
     Ok(component.component_type().imports(&engine).map(|(name, _)| name.to_owned()).collect())
 }
@@ -228,49 +244,54 @@ fn wasm_error(e: wasmtime::Error) -> HostError {
     HostError::internal(format!("the core component failed: {e:#}"))
 }
 
-fn cache_dir() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("BATON_CACHE_DIR").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d));
-    }
-    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(d).join("baton"));
-    }
-    std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache/baton"))
+/// The embedded core, loaded once per process (see [`CoreComponent::load`]), for callers that drive it
+/// through wasmtime's own API (the boundary tests). Both handles are cheap clones of the process's one copy.
+pub fn embedded() -> Result<(Engine, Component), HostError> {
+    static EMBEDDED: OnceLock<Result<(Engine, Component), HostError>> = OnceLock::new();
+    EMBEDDED
+        .get_or_init(|| {
+            let engine = Engine::new(&config::run()).map_err(wasm_error)?;
+            let (component, refused) = load_embedded(&engine, PRECOMPILED, COMPONENT)?;
+            if let Some(why) = refused {
+                crate::output::note(why);
+            }
+            Ok((engine, component))
+        })
+        .clone()
 }
 
-/// Compiles `bytes`, or maps the artifact a previous process cached. The cache is an optimisation only:
-/// any failure to read or write it falls back to compiling.
-fn load_cached(engine: &Engine, bytes: &[u8]) -> Result<Component, HostError> {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut h);
-    engine.precompile_compatibility_hash().hash(&mut h);
-    let key = format!("core-{:016x}.cwasm", h.finish());
-    let path = cache_dir().map(|d| d.join(key));
-    if let Some(path) = &path
-        && path.exists()
-        && let Ok(c) = deserialize(engine, path)
-    {
-        return Ok(c);
-    }
-    let component = Component::new(engine, bytes).map_err(wasm_error)?;
-    if let Some(path) = &path
-        && let Ok(art) = component.serialize()
-        && let Some(dir) = path.parent()
-        && std::fs::create_dir_all(dir).is_ok()
-    {
-        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
-        if std::fs::write(&tmp, art).is_ok() {
-            let _ = std::fs::rename(&tmp, path);
+/// The core from `precompiled` (code compiled by `build.rs`, taken from the binary's image), or, when
+/// wasmtime refuses it on this machine, `component` compiled in memory together with the one-line reason to
+/// tell the user. Never touches the disk.
+///
+/// `precompiled` is executed: pass only [`PRECOMPILED`] (tests also pass artifacts wasmtime refuses before
+/// running anything, and artifacts of `precompile_component`).
+fn load_embedded(
+    engine: &Engine,
+    precompiled: &[u8],
+    component: &[u8],
+) -> Result<(Component, Option<String>), HostError> {
+    let refused = if precompiled.is_empty() {
+        "this build of baton carries no precompiled core (its build could not compile for this target)".to_owned()
+    } else {
+        match deserialize(engine, precompiled) {
+            Ok(c) => return Ok((c, None)),
+            Err(e) => format!("the core compiled into this binary cannot run here ({e:#})").replace('\n', " "),
         }
-        let _ = std::fs::remove_file(&tmp);
-    }
-    Ok(component)
+    };
+    let compiled = Component::new(engine, component).map_err(wasm_error)?;
+    Ok((
+        compiled,
+        Some(format!("{refused}; compiled it in memory instead, which costs tens of milliseconds per start")),
+    ))
 }
 
 #[allow(unsafe_code)]
-fn deserialize(engine: &Engine, path: &std::path::Path) -> wasmtime::Result<Component> {
-    // SAFETY: the file was written by `Component::serialize` of this very binary (the key hashes the
-    // component bytes and the engine's compatibility hash, and it is written atomically into the user's own
-    // cache directory); wasmtime also checks the header and refuses an incompatible artifact.
-    unsafe { Component::deserialize_file(engine, path) }
+fn deserialize(engine: &Engine, precompiled: &[u8]) -> wasmtime::Result<Component> {
+    // SAFETY: wasmtime runs these bytes as machine code; they must be the output of `precompile_component`
+    // of this wasmtime version. `load` passes only `PRECOMPILED`, which `build.rs` produced that way from
+    // `COMPONENT` and which lives in the binary's read-only image, so whoever could change it could change
+    // the binary itself (see `load_embedded` for the tests). wasmtime copies it into fresh executable memory and first checks that its version,
+    // target, settings and CPU features fit this engine and machine (refusing it otherwise).
+    unsafe { Component::deserialize(engine, precompiled) }
 }
