@@ -73,6 +73,9 @@ impl GuestLease for Lease {
     fn is_finished(&self) -> bool {
         self.0.borrow().is_finished()
     }
+    fn store_deadline(&self, now_ms: u64) -> u64 {
+        self.0.borrow().store_deadline(now_ms)
+    }
 }
 
 impl Guest for Component {
@@ -181,6 +184,15 @@ impl Guest for Component {
     }
     fn cell_files() -> Vec<String> {
         baton_core::cell::STATE_FILES.iter().map(|f| (*f).to_owned()).collect()
+    }
+    fn store_deadline(request: String) -> Result<String, Error> {
+        call("store-deadline", request)
+    }
+    fn git_clone_name(request: String) -> Result<String, Error> {
+        call("git-clone-name", request)
+    }
+    fn git_stale_clones(request: String) -> Result<String, Error> {
+        call("git-stale-clones", request)
     }
 }
 

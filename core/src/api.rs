@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 32] = [
+pub const OPS: [&str; 35] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -51,6 +51,9 @@ pub const OPS: [&str; 32] = [
     "render",
     "error-codes",
     "cell-files",
+    "store-deadline",
+    "git-clone-name",
+    "git-stale-clones",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -155,6 +158,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         }),
         "git-retry" => run(op, input, |r: RetryRequest| {
             crate::gitstore::retry(
+                r.read,
                 &r.what,
                 &r.reference,
                 &r.remote,
@@ -174,6 +178,16 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
         "cell-files" => Ok(to_json(&STATE_FILES)),
+        "store-deadline" => run(op, input, |r: StoreDeadlineRequest| {
+            let remaining = crate::gitstore::remaining(r.now_ms, r.started_ms, r.budget_ms, r.deadline_ms);
+            Ok(json!({ "remainingMs": remaining }))
+        }),
+        "git-clone-name" => run(op, input, |r: CloneNameRequest| {
+            Ok(json!({ "name": crate::gitclone::clone_name(&r.remote, r.pid, r.start.as_deref(), &r.random) }))
+        }),
+        "git-stale-clones" => {
+            run(op, input, |r: StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, r.processes.as_ref())))
+        }
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }
@@ -430,11 +444,14 @@ struct PushOutcomeRequest {
     stderr: String,
 }
 
-/// `git-retry`: `{what, ref, remote, outcome, detail, attempts, rejections, elapsedMs, budgetMs, random}` ->
-/// `{retry, delayMs}`, or `STORE_CONTENDED` / `STORE_REJECTED` / `STORE_PERMISSION` / `INTERNAL`.
+/// `git-retry`: `{read?, what, ref, remote, outcome, detail, attempts, rejections, elapsedMs, budgetMs, random}`
+/// -> `{retry, delayMs}` (`outcome` may also be `timeout`: git was killed at the deadline), or `STORE_CONTENDED` / `STORE_REJECTED` / `STORE_PERMISSION` / `INTERNAL`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RetryRequest {
+    /// A fetch or ls-remote rather than a push (default false).
+    #[serde(default)]
+    read: bool,
     what: String,
     #[serde(rename = "ref")]
     reference: String,
@@ -448,6 +465,38 @@ struct RetryRequest {
     elapsed_ms: u64,
     budget_ms: u64,
     random: f64,
+}
+
+/// `store-deadline`: `{nowMs, startedMs, budgetMs, deadlineMs?}` -> `{remainingMs}`: how long the next git
+/// process of an operation started at `startedMs` may run (host monotonic ms; see `gitstore::remaining`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StoreDeadlineRequest {
+    now_ms: u64,
+    started_ms: u64,
+    budget_ms: u64,
+    #[serde(default)]
+    deadline_ms: Option<u64>,
+}
+
+/// `git-clone-name`: `{remote, pid, start?, random}` -> `{name}` (see `gitclone::clone_name`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CloneNameRequest {
+    remote: String,
+    pid: u32,
+    #[serde(default)]
+    start: Option<String>,
+    random: String,
+}
+
+/// `git-stale-clones`: `{names, processes?}` -> `{pids, stale?}` (see `gitclone::stale`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StaleClonesRequest {
+    names: Vec<String>,
+    #[serde(default)]
+    processes: Option<std::collections::BTreeMap<String, Option<String>>>,
 }
 
 /// `git-readme`: `{parentObject}` -> `{text}`: the README committed at the root of each cell ref.

@@ -19,6 +19,7 @@ pub mod cell;
 pub mod context;
 pub mod envelope;
 pub mod error;
+pub mod gitclone;
 pub mod gitstore;
 pub mod lease;
 pub mod lock;

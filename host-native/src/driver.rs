@@ -20,6 +20,9 @@ struct Job {
     request: Value,
     cell: Option<(String, String)>,
     reply: Option<tokio::sync::oneshot::Sender<Value>>,
+    /// When the store must have given up (the machine's `deadlineMs`, or its `store_deadline` for a host
+    /// call): a request queued behind a slow one has less time, never more.
+    deadline: Option<Instant>,
 }
 
 /// The loop state of one lease. Every method that calls the machine returns the events it emitted, after
@@ -36,7 +39,13 @@ impl Driver {
     /// Creates the machine from `config` and starts the store worker for the cell `env/scope` of `store`.
     /// On failure (e.g. `USAGE` for inconsistent timing) the core is handed back with the error.
     #[allow(clippy::result_large_err)] // the error hands the core back; it is built once per process
+    /// The store's budget bounds every store request of the lease (`storeBudgetMs`).
     pub fn start(mut core: CoreComponent, store: Store, config: &Value) -> Result<Self, (CoreComponent, HostError)> {
+        let mut config = config.clone();
+        if let Some(budget) = store.budget_ms() {
+            config["storeBudgetMs"] = budget.into();
+        }
+        let config = &config;
         let lease = match core.lease_create(config) {
             Ok(lease) => lease,
             Err(e) => return Err((core, e)),
@@ -131,14 +140,18 @@ impl Driver {
 
     /// Runs core operation `op` as one transaction on the cell `env/scope` (the lease's cell when `None`)
     /// on the store worker, in order with the lease's own requests. Answers the core's answer or its error.
-    pub async fn call(&self, cell: Option<(&str, &str)>, op: &str, request: Value) -> Result<Value, HostError> {
+    /// Like the lease's own requests, it ends by the lease's `store_deadline`.
+    pub async fn call(&mut self, cell: Option<(&str, &str)>, op: &str, request: Value) -> Result<Value, HostError> {
         let (reply, answer) = tokio::sync::oneshot::channel();
+        let now = self.now();
+        let deadline = self.core.lease_store_deadline(&self.lease, now)?;
         let job = Job {
             id: 0,
             op: op.to_owned(),
             request,
             cell: cell.map(|(e, s)| (e.to_owned(), s.to_owned())),
             reply: Some(reply),
+            deadline: Some(self.started + std::time::Duration::from_millis(deadline)),
         };
         self.jobs.send(job).map_err(|_| HostError::internal("the store worker stopped"))?;
         let outcome = answer.await.map_err(|_| HostError::internal("the store worker stopped"))?;
@@ -170,6 +183,9 @@ impl Driver {
                         request: action["request"].clone(),
                         cell: None,
                         reply: None,
+                        deadline: action["deadlineMs"]
+                            .as_u64()
+                            .map(|at| self.started + std::time::Duration::from_millis(at)),
                     };
                     self.jobs.send(job).map_err(|_| HostError::internal("the store worker stopped"))?;
                 }
@@ -182,7 +198,7 @@ impl Driver {
 
 /// Runs one store request as a cell transaction and returns `{"ok": answer}` or `{"error": {...}}`.
 fn transact(core: &mut CoreComponent, store: &Store, env: &str, scope: &str, job: &Job) -> Value {
-    let result = store.transact(core, env, scope, |core, cell, now| {
+    let result = store.transact_until(core, env, scope, job.deadline, |core, cell, now| {
         let mut request = job.request.clone();
         request["cell"] = cell;
         request["nowMs"] = now.into();

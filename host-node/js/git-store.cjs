@@ -23,7 +23,7 @@ const fs = require('node:fs/promises');
 const { rmSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { createHash } = require('node:crypto');
+const { randomBytes } = require('node:crypto');
 const { execFile } = require('node:child_process');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { BatonError } = require('./errors.cjs');
@@ -32,6 +32,30 @@ const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 const faults = require('./faults.cjs');
 const { git, parseBatch } = require('./git-run.cjs');
+const { startTime, ownStart } = require('./process.cjs');
+
+/** The host's monotonic clock in whole ms (the lease machine's clock: deadlines compare with it). */
+const monotonicNow = () => Math.floor(performance.now());
+
+/**
+ * Removes the clones in the temp dir whose process no longer exists (the core's `git-stale-clones`: pid and
+ * start time, a zombie counts as gone). Clones of live processes, and directories the core does not
+ * recognise as clones, stay. Best effort.
+ */
+async function sweepClones() {
+  let names;
+  try {
+    names = (await fs.readdir(os.tmpdir())).filter((n) => n.startsWith('baton-git-'));
+  } catch {
+    return;
+  }
+  if (names.length === 0) return;
+  const { pids } = call('git-stale-clones', { names });
+  const processes = {};
+  for (const pid of pids) processes[String(pid)] = startTime(pid);
+  const { stale } = call('git-stale-clones', { names, processes });
+  for (const name of stale) await fs.rm(path.join(os.tmpdir(), name), { recursive: true, force: true }).catch(() => {});
+}
 
 const LATEST = 'latest.json';
 
@@ -167,6 +191,8 @@ class GitStore extends CellStore {
   #cellFiles = null;
   /** The last known tip of each cell ref (null: known absent); a ref not in it is fetched first. */
   #tips = new Map();
+  /** The operation in progress: when it was asked for and when its git processes must have finished. */
+  #op = { started: 0, end: Infinity };
 
   /**
    * @param {{remote: string, prefix: string, budgetMs: number, label: string}} spec the core's `store-spec`
@@ -191,9 +217,23 @@ class GitStore extends CellStore {
     return this.#clone;
   }
 
-  /** Runs `fn` after every operation queued before it; errors leave the store usable and name no secret. */
-  #exclusive(fn) {
-    const run = this.#tail.then(() => fn());
+  /**
+   * Runs `fn` after every operation queued before it; errors leave the store usable and name no secret.
+   * The operation ends by the budget from now (waiting in the queue counts), and by `deadline` (monotonic
+   * ms, a held lease's) when given: the core's `store-deadline`.
+   */
+  #exclusive(fn, deadline) {
+    const asked = monotonicNow();
+    const run = this.#tail.then(() => {
+      const { remainingMs } = call('store-deadline', {
+        nowMs: asked,
+        startedMs: asked,
+        budgetMs: this.budgetMs,
+        deadlineMs: typeof deadline === 'number' && Number.isFinite(deadline) ? Math.max(0, Math.floor(deadline)) : null,
+      });
+      this.#op = { started: asked, end: asked + remainingMs };
+      return fn();
+    });
     this.#tail = run.catch(() => {});
     return run.catch((e) => {
       throw scrub(e);
@@ -208,16 +248,29 @@ class GitStore extends CellStore {
   async #workdir() {
     if (this.#clone !== null) return this.#clone;
     if (this.#remote.startsWith('-')) throw hostError('USAGE', 'a git store remote cannot start with `-`');
-    const hash = createHash('sha256').update(this.#remote).digest('hex').slice(0, 12);
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), `baton-git-${hash}-`));
+    await sweepClones();
+    let dir;
+    for (let tries = 0; ; tries += 1) {
+      const { name } = call('git-clone-name', { remote: this.#remote, pid: process.pid, start: ownStart(), random: randomBytes(4).toString('hex') });
+      dir = path.join(os.tmpdir(), name);
+      try {
+        await fs.mkdir(dir, { mode: 0o700 });
+        break;
+      } catch (e) {
+        if (e && e.code === 'EEXIST' && tries < 16) continue;
+        throw hostError('INTERNAL', `cannot create a working clone in ${os.tmpdir()}: ${e && e.message}`);
+      }
+    }
     track(dir);
     try {
       await fs.chmod(dir, 0o700);
-      let r = await git(dir, ['init', '-q', '--bare', '.']);
+      let r = await this.#git(dir, ['init', '-q', '--bare', '.']);
+      if (r.timedOut) throw this.#timedOut(false, 'the working clone', '');
       if (r.code !== 0) throw hostError('INTERNAL', `git init failed: ${lastLine(r.stderr)}`);
       const extra = await inheritedAuthConfig(this.#cwd);
       if (extra !== '') await fs.appendFile(path.join(dir, 'config'), `\n${extra}`);
-      r = await git(dir, ['remote', 'add', 'origin', this.#remote]);
+      r = await this.#git(dir, ['remote', 'add', 'origin', this.#remote]);
+      if (r.timedOut) throw this.#timedOut(false, 'the working clone', '');
       if (r.code !== 0) throw hostError('INTERNAL', `git remote add failed: ${lastLine(r.stderr)}`);
     } catch (e) {
       liveClones.delete(dir);
@@ -228,35 +281,58 @@ class GitStore extends CellStore {
     return dir;
   }
 
-  /**
-   * The error of a fetch or ls-remote that failed (as the native store): STORE_PERMISSION when the core
-   * classifies git's words as a permission problem, INTERNAL otherwise.
-   */
-  #readError(result, what) {
-    const { outcome, detail } = call('git-push-outcome', { exitCode: Math.max(result.code, 1), stderr: result.stderr });
-    const details = { ref: what, remote: this.path };
-    if (outcome === 'permission') {
-      return hostError(
-        'STORE_PERMISSION',
-        `Cannot read the store remote ${this.path} (${what}): it does not exist, is unreachable, or these credentials cannot read it. Grant them read and write access to the repository (in GitHub Actions: \`permissions: { contents: write }\`). (${redact(detail)})`,
-        details,
-      );
+  /** Runs git in `clone` with what is left of the operation's deadline. */
+  #git(clone, args, opts = {}) {
+    const left = this.#op.end - monotonicNow();
+    return git(clone, args, Number.isFinite(left) ? { ...opts, timeoutMs: left } : opts);
+  }
+
+  /** The STORE_CONTENDED of git killed at the operation's deadline (the core's `git-retry`, `timeout`). */
+  #timedOut(read, what, ref) {
+    try {
+      call('git-retry', { read, what, ref, remote: this.#remote, outcome: 'timeout', attempts: 1, ...this.#clock(), random: 0.5 });
+    } catch (e) {
+      return e;
     }
-    return hostError('INTERNAL', `git could not read ${what} from ${this.path}: ${redact(detail)}`, details);
+    return hostError('INTERNAL', 'git-retry did not refuse a timeout');
+  }
+
+  /** `{elapsedMs, budgetMs}` of the operation in progress, as the core's retry decisions see them. */
+  #clock() {
+    const now = monotonicNow();
+    const budgetMs = Number.isFinite(this.#op.end) ? this.#op.end - this.#op.started : this.budgetMs;
+    return { elapsedMs: Math.max(0, now - this.#op.started), budgetMs: Math.max(0, budgetMs) };
+  }
+
+  /**
+   * After a failed fetch or ls-remote (attempt `attempts`): waits and resolves when the core says to try
+   * again within the budget; throws its error otherwise (STORE_PERMISSION, STORE_CONTENDED), as the native
+   * store does.
+   */
+  async #readFailed(result, what, ref, attempts) {
+    if (result.timedOut) throw this.#timedOut(true, what, ref);
+    const { outcome, detail } = call('git-push-outcome', { exitCode: Math.max(result.code, 1), stderr: result.stderr });
+    const { delayMs } = call('git-retry', { read: true, what, ref, remote: this.#remote, outcome, detail, attempts, ...this.#clock(), random: Math.random() });
+    await sleep(delayMs);
   }
 
   /** Fetches the cell's ref: its tip, or null when the remote has no such ref. Remembers the tip. */
   async #fetch(clone, ref) {
-    const r = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ref]);
     let tip;
-    if (r.code === 0) {
-      const head = await fs.readFile(path.join(clone, 'FETCH_HEAD'), 'utf8').catch(() => '');
-      tip = head.split(/\s/)[0];
-      if (!/^[0-9a-f]{40,64}$/.test(tip)) throw hostError('INTERNAL', 'git fetch left no FETCH_HEAD');
-    } else if (r.stderr.includes("couldn't find remote ref")) {
-      tip = null;
-    } else {
-      throw this.#readError(r, ref);
+    for (let attempts = 1; ; attempts += 1) {
+      const r = await this.#git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ref]);
+      if (r.code === 0 && !r.timedOut) {
+        const head = await fs.readFile(path.join(clone, 'FETCH_HEAD'), 'utf8').catch(() => '');
+        tip = head.split(/\s/)[0];
+        if (!/^[0-9a-f]{40,64}$/.test(tip)) throw hostError('INTERNAL', 'git fetch left no FETCH_HEAD');
+        break;
+      }
+      if (!r.timedOut && r.stderr.includes("couldn't find remote ref")) {
+        tip = null;
+        break;
+      }
+      // A failed fetch is retried within the budget, like a push (the core's `git-retry`).
+      await this.#readFailed(r, 'the cell', ref, attempts);
     }
     this.#tips.set(ref, tip);
     return tip;
@@ -268,7 +344,8 @@ class GitStore extends CellStore {
     if (tip === null) return files;
     this.#cellFiles ??= call('cell-files', {});
     const lines = this.#cellFiles.map((name) => `${tip}:${dir}/${name}`);
-    const r = await git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+    const r = await this.#git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+    if (r.timedOut) throw this.#timedOut(false, 'the cell', dir);
     if (r.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(r.stderr)}`);
     parseBatch(r.stdout, lines.length).forEach((entry, i) => {
       // Invalid UTF-8 becomes U+FFFD, which the core reports as a corrupt file.
@@ -316,7 +393,8 @@ class GitStore extends CellStore {
       }
     }
     line('get-mark :2');
-    const r = await git(clone, ['fast-import', '--quiet', '--force', '--date-format=now'], { input: Buffer.concat(parts) });
+    const r = await this.#git(clone, ['fast-import', '--quiet', '--force', '--date-format=now'], { input: Buffer.concat(parts) });
+    if (r.timedOut) throw this.#timedOut(false, 'the commit', dir);
     const oid = r.stdout.toString('utf8').trim();
     if (r.code !== 0 || !/^[0-9a-f]{40,64}$/.test(oid)) throw hostError('INTERNAL', `git fast-import failed: ${lastLine(r.stderr)}`);
     return oid;
@@ -328,8 +406,8 @@ class GitStore extends CellStore {
    */
   async #push(clone, commit, ref, expected) {
     const lease = `--force-with-lease=${ref}:${expected ?? ''}`;
-    const r = await git(clone, ['push', '-q', '--no-verify', lease, 'origin', `${commit}:${ref}`]);
-    return { code: r.code, stderr: `${r.stdout.toString('utf8')}${r.stderr}` };
+    const r = await this.#git(clone, ['push', '-q', '--no-verify', lease, 'origin', `${commit}:${ref}`]);
+    return { code: r.code, stderr: `${r.stdout.toString('utf8')}${r.stderr}`, timedOut: r.timedOut };
   }
 
   /** `<repo root of the store's cwd, or that cwd>/.baton/unpushed` (the native store: of the process's cwd). */
@@ -386,7 +464,6 @@ class GitStore extends CellStore {
     let kept = null;
     try {
       const clone = await this.#workdir();
-      const started = performance.now();
       let attempts = 0;
       let rejections = 0;
       for (;;) {
@@ -416,7 +493,9 @@ class GitStore extends CellStore {
         if (latest) kept = await this.#keep(dir, latest.content);
         const commit = await this.#commit(clone, tip, env, scope, dir, changes, message);
         const push = await this.#push(clone, commit, ref, tip);
-        const { outcome, detail } = call('git-push-outcome', { exitCode: push.code, stderr: push.stderr });
+        const { outcome, detail } = push.timedOut
+          ? { outcome: 'timeout', detail: '' }
+          : call('git-push-outcome', { exitCode: push.code, stderr: push.stderr });
         if (outcome === 'ok') {
           this.#tips.set(ref, commit);
           if (kept !== null) await this.#unkeep(kept);
@@ -434,8 +513,7 @@ class GitStore extends CellStore {
           detail,
           attempts,
           rejections,
-          elapsedMs: Math.round(performance.now() - started),
-          budgetMs: this.budgetMs,
+          ...this.#clock(),
           random: Math.random(),
         });
         await sleep(delayMs);
@@ -470,9 +548,11 @@ class GitStore extends CellStore {
    * @param {{env: string, scope: string}} target
    * @param {string} op
    * @param {object} [request] the request without `cell` and `nowMs`
+   * @param {{deadline?: number}} [opts] `deadline`: the monotonic ms (`performance.now()`) by which to give
+   *   up at the latest (a held lease's `storeDeadline`); without it the store budget from now bounds it
    */
-  transact(target, op, request = {}) {
-    return this.#exclusive(() => this.#transact(target, op, request)).then(faults.reply);
+  transact(target, op, request = {}, { deadline } = {}) {
+    return this.#exclusive(() => this.#transact(target, op, request), deadline).then(faults.reply);
   }
 
   /**
@@ -498,9 +578,14 @@ class GitStore extends CellStore {
     const envSeg = call('cell-path', { env, scope: 'x' }).ref.split('/')[0];
     const base = `refs/heads/${this.prefix}/${envSeg}/`;
     const clone = await this.#workdir();
+    let failures = 0;
     for (let attempt = 1; ; attempt += 1) {
-      const r = await git(clone, ['ls-remote', 'origin', `${base}*`]);
-      if (r.code !== 0) throw this.#readError(r, base);
+      const r = await this.#git(clone, ['ls-remote', 'origin', `${base}*`]);
+      if (r.code !== 0 || r.timedOut) {
+        failures += 1;
+        await this.#readFailed(r, 'the list of scopes', base, failures);
+        continue;
+      }
       const segs = r.stdout
         .toString('utf8')
         .split('\n')
@@ -525,14 +610,17 @@ class GitStore extends CellStore {
       });
       if (cells.length === 0) return [];
       const refspecs = cells.map((c, i) => `+${c.ref}:refs/baton-list/${i}`);
-      const f = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ...refspecs]);
-      if (f.code !== 0) {
+      const f = await this.#git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ...refspecs]);
+      if (f.code !== 0 || f.timedOut) {
         // A ref deleted between ls-remote and fetch: ask again (3 attempts in all).
-        if (/couldn't find remote ref/i.test(f.stderr) && attempt < 3) continue;
-        throw this.#readError(f, base);
+        if (!f.timedOut && /couldn't find remote ref/i.test(f.stderr) && attempt < 3) continue;
+        failures += 1;
+        await this.#readFailed(f, 'the list of scopes', base, failures);
+        continue;
       }
       const lines = cells.map((c, i) => `refs/baton-list/${i}:${c.dir}/${LATEST}`);
-      const b = await git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+      const b = await this.#git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+      if (b.timedOut) throw this.#timedOut(false, 'the list of scopes', base);
       if (b.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(b.stderr)}`);
       const entries = parseBatch(b.stdout, lines.length);
       const listed = cells.map((c, i) => ({

@@ -30,6 +30,7 @@ pub struct GitStore {
     inner: Arc<Mutex<Inner>>,
     label: Arc<str>,
     remote: Arc<str>,
+    budget_ms: u64,
 }
 
 impl std::fmt::Debug for GitStore {
@@ -47,6 +48,8 @@ struct Inner {
     tips: HashMap<String, Option<String>>,
     /// Where unpushed receipts are kept (`<repo root or cwd>/.baton/unpushed`), found on first need.
     unpushed: Option<PathBuf>,
+    /// The operation in progress.
+    op: Op,
 }
 
 /// Where one cell lives.
@@ -68,8 +71,9 @@ impl GitStore {
             repo: None,
             tips: HashMap::new(),
             unpushed: None,
+            op: Op { started: Instant::now(), end: None },
         };
-        Self { inner: Arc::new(Mutex::new(inner)), label: label.into(), remote: remote.into() }
+        Self { inner: Arc::new(Mutex::new(inner)), label: label.into(), remote: remote.into(), budget_ms }
     }
 
     /// The spec that names this store, without credentials (`git:<remote>`), for output.
@@ -77,24 +81,36 @@ impl GitStore {
         format!("git:{}", self.label)
     }
 
+    /// The budget of one operation, in ms.
+    pub fn budget_ms(&self) -> u64 {
+        self.budget_ms
+    }
+
     /// The spec a child process needs to open the same store (credentials included).
     pub fn export_spec(&self) -> String {
         format!("git:{}", self.remote)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The store, locked for one operation that must end by the budget from now, and by `deadline` when the
+    /// caller has one (a held lease's; see the core's `store-deadline`). Waiting for the lock counts.
+    fn begin(&self, core: &mut CoreComponent, deadline: Option<Instant>) -> MutexGuard<'_, Inner> {
+        let asked = Instant::now();
+        let mut g = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        g.begin(core, asked, deadline);
+        g
     }
 
-    /// One transaction on the cell `env/scope` (see the module documentation).
+    /// One transaction on the cell `env/scope` (see the module documentation), ended by `deadline` at the
+    /// latest (else by the budget).
     pub fn transact(
         &self,
         core: &mut CoreComponent,
         env: &str,
         scope: &str,
+        deadline: Option<Instant>,
         mut decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
-        let mut g = self.lock();
+        let mut g = self.begin(core, deadline);
         let result = (|| {
             let cell = g.cell_ref(core, env, scope)?;
             let mut kept = None;
@@ -123,7 +139,7 @@ impl GitStore {
         decide: impl FnOnce(&mut CoreComponent, Value, i64) -> Result<T, HostError>,
     ) -> Result<T, HostError> {
         let cell = {
-            let mut g = self.lock();
+            let mut g = self.begin(core, None);
             (|| {
                 let cell = g.cell_ref(core, env, scope)?;
                 let tip = g.fetch(core, &cell.full)?;
@@ -142,11 +158,12 @@ impl GitStore {
         scope: &str,
         file: &str,
     ) -> Result<Option<String>, HostError> {
-        let mut g = self.lock();
+        let mut g = self.begin(core, None);
         (|| {
             let cell = g.cell_ref(core, env, scope)?;
             let Some(tip) = g.fetch(core, &cell.full)? else { return Ok(None) };
-            let got = g.repo()?.cat(&[format!("{tip}:{}/{file}", cell.dir)])?;
+            let got = g.repo(core)?.cat(&[format!("{tip}:{}/{file}", cell.dir)]);
+            let got = g.local(core, "the cell", &cell.full, got)?;
             Ok(got.into_iter().next().flatten().map(|b| String::from_utf8_lossy(&b).into_owned()))
         })()
         .map_err(|e| redacted(core, e))
@@ -155,20 +172,122 @@ impl GitStore {
     /// The scopes of `env` with their `latest.json` text, sorted by scope: one `ls-remote`, one fetch into
     /// position-named refs (scopes differing only by case stay apart), one `cat-file --batch`.
     pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
-        let mut g = self.lock();
+        let mut g = self.begin(core, None);
         g.list(core, env).map_err(|e| redacted(core, e))
     }
 }
 
+/// The time bounds of the operation in progress.
+struct Op {
+    started: Instant,
+    /// When every git process of the operation must have finished.
+    end: Option<Instant>,
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 impl Inner {
-    fn repo(&mut self) -> Result<&Repo, HostError> {
+    /// Starts an operation asked for at `asked`: its end is the core's `store-deadline` (the budget from
+    /// `asked`, bounded by the caller's `deadline`).
+    fn begin(&mut self, core: &mut CoreComponent, asked: Instant, deadline: Option<Instant>) {
+        let request = json!({
+            "nowMs": 0, "startedMs": 0, "budgetMs": self.budget_ms,
+            "deadlineMs": deadline.map(|d| ms(d.saturating_duration_since(asked))),
+        });
+        let remaining = core.invoke("store-deadline", &request).ok().and_then(|v| v["remainingMs"].as_u64());
+        let end = asked + Duration::from_millis(remaining.unwrap_or(self.budget_ms));
+        self.op = Op { started: asked, end: Some(end) };
+        if let Some(repo) = &self.repo {
+            repo.set_deadline(Some(end));
+        }
+    }
+
+    /// The operation's budget as the core's retry decisions see it: from its start to its end.
+    fn budget(&self) -> u64 {
+        self.op.end.map_or(self.budget_ms, |end| ms(end.saturating_duration_since(self.op.started)))
+    }
+
+    fn elapsed(&self) -> u64 {
+        ms(self.op.started.elapsed())
+    }
+
+    fn repo(&mut self, core: &mut CoreComponent) -> Result<&Repo, HostError> {
         if self.repo.is_none() {
             if self.remote.starts_with('-') {
                 return Err(HostError::usage("a git store remote cannot start with `-`"));
             }
-            self.repo = Some(Repo::create(&self.remote, &repo::inherited_auth_config())?);
+            repo::sweep(&mut |names, processes| {
+                core.invoke("git-stale-clones", &json!({ "names": names, "processes": processes })).ok()
+            });
+            let (pid, start) = (std::process::id(), super::process::own_start());
+            let remote = self.remote.clone();
+            let mut name = |random: &str| {
+                let answer = core.invoke(
+                    "git-clone-name",
+                    &json!({ "remote": remote, "pid": pid, "start": start, "random": random }),
+                )?;
+                answer["name"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| HostError::internal("git-clone-name answered no name"))
+            };
+            let created = Repo::create(&mut name, &repo::inherited_auth_config(), self.op.end);
+            self.repo = Some(self.local(core, "the working clone", "", created)?);
         }
         Ok(self.repo.as_ref().expect("created above"))
+    }
+
+    /// The `STORE_CONTENDED` of git killed at the operation's deadline (the core's `git-retry`, `timeout`).
+    fn timed_out(&self, core: &mut CoreComponent, read: bool, what: &str, reference: &str) -> HostError {
+        let request = json!({
+            "read": read, "what": what, "ref": reference, "remote": self.remote, "outcome": "timeout",
+            "attempts": 1, "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": 0.5,
+        });
+        match core.invoke("git-retry", &request) {
+            Err(e) => e,
+            Ok(v) => HostError::internal(format!("git-retry answered {v} to a timeout")),
+        }
+    }
+
+    /// A local git step's result, its deadline failure as the core's timeout error.
+    fn local<T>(
+        &self,
+        core: &mut CoreComponent,
+        what: &str,
+        reference: &str,
+        result: Result<T, HostError>,
+    ) -> Result<T, HostError> {
+        result.map_err(|e| {
+            if e.details.contains_key("timedOut") { self.timed_out(core, false, what, reference) } else { e }
+        })
+    }
+
+    /// After a failed fetch or ls-remote (attempt `attempts`): sleeps and answers `Ok` when the core says to
+    /// try again within the budget, else the error (`STORE_PERMISSION`, `STORE_CONTENDED`).
+    fn read_failed(
+        &self,
+        core: &mut CoreComponent,
+        what: &str,
+        reference: &str,
+        ran: &repo::Ran,
+        attempts: u32,
+    ) -> Result<(), HostError> {
+        if ran.timed_out {
+            return Err(self.timed_out(core, true, what, reference));
+        }
+        let outcome = core.invoke("git-push-outcome", &json!({ "exitCode": ran.code.max(1), "stderr": ran.stderr }))?;
+        let retry = core.invoke(
+            "git-retry",
+            &json!({
+                "read": true, "what": what, "ref": reference, "remote": self.remote,
+                "outcome": outcome["outcome"], "detail": outcome["detail"], "attempts": attempts,
+                "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": random_unit(),
+            }),
+        )?;
+        std::thread::sleep(Duration::from_millis(retry["delayMs"].as_u64().unwrap_or(0)));
+        Ok(())
     }
 
     fn cell_ref(&self, core: &mut CoreComponent, env: &str, scope: &str) -> Result<CellRef, HostError> {
@@ -179,17 +298,21 @@ impl Inner {
         Ok(CellRef { dir: dir.to_owned(), full: format!("refs/heads/{}/{seg}", self.prefix) })
     }
 
-    /// Fetches the cell ref: its tip, or `None` when the remote has no such ref. Remembers the tip.
+    /// Fetches the cell ref: its tip, or `None` when the remote has no such ref. Remembers the tip. A
+    /// failed fetch is retried within the budget (the core's `git-retry`).
     fn fetch(&mut self, core: &mut CoreComponent, full: &str) -> Result<Option<String>, HostError> {
         let remote = self.remote.clone();
-        let repo = self.repo()?;
-        let ran = repo.fetch(&remote, &[full.to_owned()])?;
-        let tip = if ran.ok {
-            Some(repo.fetch_head().ok_or_else(|| HostError::internal("git fetch left no FETCH_HEAD"))?)
-        } else if ran.stderr.contains("couldn't find remote ref") {
-            None
-        } else {
-            return Err(read_error(core, &remote, full, &ran));
+        let mut attempts = 0;
+        let tip = loop {
+            attempts += 1;
+            let ran = self.repo(core)?.fetch(&remote, &[full.to_owned()])?;
+            if ran.ok {
+                let head = self.repo(core)?.fetch_head();
+                break Some(head.ok_or_else(|| HostError::internal("git fetch left no FETCH_HEAD"))?);
+            } else if !ran.timed_out && ran.stderr.contains("couldn't find remote ref") {
+                break None;
+            }
+            self.read_failed(core, "the cell", full, &ran, attempts)?;
         };
         self.tips.insert(full.to_owned(), tip.clone());
         Ok(tip)
@@ -208,7 +331,8 @@ impl Inner {
         if let Some(tip) = tip {
             let names = core.cell_files()?;
             let specs: Vec<String> = names.iter().map(|n| format!("{tip}:{}/{n}", cell.dir)).collect();
-            for (name, got) in names.into_iter().zip(self.repo()?.cat(&specs)?) {
+            let got = self.repo(core)?.cat(&specs);
+            for (name, got) in names.into_iter().zip(self.local(core, "the cell", &cell.full, got)?) {
                 if let Some(bytes) = got {
                     files.insert(name, String::from_utf8_lossy(&bytes).into_owned().into());
                 }
@@ -226,7 +350,6 @@ impl Inner {
         decide: &mut dyn FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
         kept: &mut Option<PathBuf>,
     ) -> Result<Value, HostError> {
-        let started = Instant::now();
         let (mut attempts, mut rejections) = (0u32, 0u32);
         let readme = core.invoke("git-readme", &json!({ "parentObject": env == "_locks" }))?;
         let readme = readme["text"].as_str().unwrap_or_default().to_owned();
@@ -259,10 +382,14 @@ impl Inner {
             }
             let root_message = format!("Start receipts for {env}/{scope}");
             let remote = self.remote.clone();
-            let repo = self.repo()?;
-            let commit = repo.commit(tip.as_deref(), &readme, &root_message, &files, &message)?;
-            let ran = repo.push(&remote, &commit, &cell.full, tip.as_deref())?;
-            let outcome = core.invoke("git-push-outcome", &json!({ "exitCode": ran.code, "stderr": ran.stderr }))?;
+            let commit = self.repo(core)?.commit(tip.as_deref(), &readme, &root_message, &files, &message);
+            let commit = self.local(core, what, &cell.full, commit)?;
+            let ran = self.repo(core)?.push(&remote, &commit, &cell.full, tip.as_deref())?;
+            let outcome = if ran.timed_out {
+                json!({ "outcome": "timeout", "detail": "" })
+            } else {
+                core.invoke("git-push-outcome", &json!({ "exitCode": ran.code, "stderr": ran.stderr }))?
+            };
             if outcome["outcome"] == "ok" {
                 self.tips.insert(cell.full.clone(), Some(commit));
                 return Ok(answer);
@@ -277,8 +404,7 @@ impl Inner {
                 &json!({
                     "what": what, "ref": cell.full, "remote": remote, "outcome": outcome["outcome"],
                     "detail": outcome["detail"], "attempts": attempts, "rejections": rejections,
-                    "elapsedMs": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                    "budgetMs": self.budget_ms, "random": random_unit(),
+                    "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": random_unit(),
                 }),
             )?;
             std::thread::sleep(Duration::from_millis(retry["delayMs"].as_u64().unwrap_or(0)));
@@ -290,12 +416,16 @@ impl Inner {
         let env_seg = probe["ref"].as_str().and_then(|r| r.split('/').next()).unwrap_or(env).to_owned();
         let base = format!("refs/heads/{}/{env_seg}/", self.prefix);
         let remote = self.remote.clone();
-        let mut attempt = 0;
+        let (mut attempt, mut failures) = (0, 0);
         loop {
             attempt += 1;
-            let listed = match self.repo()?.ls_remote(&remote, &format!("{base}*"))? {
+            let listed = match self.repo(core)?.ls_remote(&remote, &format!("{base}*"))? {
                 Ok(refs) => refs,
-                Err(ran) => return Err(read_error(core, &remote, &base, &ran)),
+                Err(ran) => {
+                    failures += 1;
+                    self.read_failed(core, "the list of scopes", &base, &ran, failures)?;
+                    continue;
+                }
             };
             let segs: Vec<String> = listed
                 .iter()
@@ -306,12 +436,14 @@ impl Inner {
             }
             let specs: Vec<String> =
                 segs.iter().enumerate().map(|(i, s)| format!("+{base}{s}:refs/baton-list/{i}")).collect();
-            let ran = self.repo()?.fetch(&remote, &specs)?;
+            let ran = self.repo(core)?.fetch(&remote, &specs)?;
             if !ran.ok {
-                if ran.stderr.contains("couldn't find remote ref") && attempt < 3 {
+                if !ran.timed_out && ran.stderr.contains("couldn't find remote ref") && attempt < 3 {
                     continue; // a ref deleted between ls-remote and fetch
                 }
-                return Err(read_error(core, &remote, &base, &ran));
+                failures += 1;
+                self.read_failed(core, "the list of scopes", &base, &ran, failures)?;
+                continue;
             }
             let names = core.invoke("scope-names", &json!({ "dirs": segs }))?;
             let mut found = Vec::new();
@@ -322,7 +454,8 @@ impl Inner {
                 found.push((scope.to_owned(), format!("refs/baton-list/{i}:{dir}/latest.json")));
             }
             let specs: Vec<String> = found.iter().map(|(_, s)| s.clone()).collect();
-            let texts = self.repo()?.cat(&specs)?;
+            let texts = self.repo(core)?.cat(&specs);
+            let texts = self.local(core, "the list of scopes", &base, texts)?;
             let mut out: Vec<Value> = found
                 .into_iter()
                 .zip(texts)
@@ -433,28 +566,6 @@ fn remove_pruned(path: &Path) {
         }
         dir = d.parent();
     }
-}
-
-/// A failed fetch or ls-remote: `STORE_PERMISSION` when the credentials cannot see the remote (or it is
-/// unreachable), else `INTERNAL` with git's last line.
-fn read_error(core: &mut CoreComponent, remote: &str, what: &str, ran: &repo::Ran) -> HostError {
-    let classified = core.invoke("git-push-outcome", &json!({ "exitCode": ran.code.max(1), "stderr": ran.stderr }));
-    let (outcome, detail) = match &classified {
-        Ok(v) => (v["outcome"].as_str().unwrap_or("other"), v["detail"].as_str().unwrap_or_default()),
-        Err(_) => ("other", ""),
-    };
-    let label = redact_text(core, remote);
-    let err = if outcome == "permission" {
-        HostError::new(
-            "STORE_PERMISSION",
-            format!(
-                "Cannot read the store remote {label} ({what}): it does not exist, is unreachable, or these credentials cannot read it. Grant them read and write access to the repository (in GitHub Actions: `permissions: {{ contents: write }}`). ({detail})"
-            ),
-        )
-    } else {
-        HostError::internal(format!("git could not read {what} from {label}: {detail}"))
-    };
-    err.with("ref", what).with("remote", label)
 }
 
 fn redact_text(core: &mut CoreComponent, text: &str) -> String {

@@ -1,12 +1,19 @@
 //! The private working clone of a git store and the `git` invocations on it. A bare repository in a
-//! directory only the user can read (created like `mkdtemp`), removed when the last handle goes or, at the
-//! latest, when the process exits normally.
+//! directory only the user can read, named by the core after its process (`git-clone-name`: pid and start
+//! time), removed when the last handle goes or, at the latest, when the process exits normally; a later
+//! process removes the clones of processes killed before they could ([`sweep`]).
+//!
+//! Every git process runs in its own process group with a deadline: when it passes, the whole group
+//! (git, its `git-remote-*` helper, ssh) is killed and the run reports `timed_out`.
 
 use crate::error::HostError;
+use serde_json::Value;
 use std::io::{ErrorKind, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Clones not yet removed, so that an exit that skips destructors (the store worker thread may still hold
 /// a handle when `main` returns) still removes them.
@@ -38,22 +45,30 @@ pub(super) struct Ran {
     pub(super) stdout: Vec<u8>,
     /// stderr (and for pushes stdout too), lossily decoded.
     pub(super) stderr: String,
+    /// The deadline passed and the process group was killed.
+    pub(super) timed_out: bool,
 }
 
 /// A bare working clone owned by one store instance.
 pub(super) struct Repo {
     dir: PathBuf,
+    /// When the current store operation's git processes must have finished (see [`Self::set_deadline`]).
+    deadline: std::cell::Cell<Option<Instant>>,
 }
 
 impl Repo {
-    /// Creates a fresh clone directory `baton-git-<hash of remote>-<random>` (mode 0700) under the temp dir.
-    pub(super) fn create(remote: &str, extra_config: &str) -> Result<Self, HostError> {
+    /// Creates a fresh clone directory (mode 0700) under the temp dir, named `name(random)` (the core's
+    /// `git-clone-name`), and initialises it by `deadline`.
+    pub(super) fn create(
+        name: &mut dyn FnMut(&str) -> Result<String, HostError>,
+        extra_config: &str,
+        deadline: Option<Instant>,
+    ) -> Result<Self, HostError> {
         use std::os::unix::fs::DirBuilderExt;
         let base = std::env::temp_dir();
-        let hash = fnv(remote.as_bytes());
         let mut tries = 0;
         let dir = loop {
-            let dir = base.join(format!("baton-git-{hash:012x}-{}", super::super::mutex::random_hex(4)));
+            let dir = base.join(name(&super::super::mutex::random_hex(4))?);
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => break dir,
                 Err(e) if e.kind() == ErrorKind::AlreadyExists && tries < 16 => tries += 1,
@@ -63,8 +78,11 @@ impl Repo {
             }
         };
         register(&dir);
-        let repo = Self { dir };
+        let repo = Self { dir, deadline: std::cell::Cell::new(deadline) };
         let ran = repo.run(&["init", "-q", "--bare"], None)?;
+        if ran.timed_out {
+            return Err(late("git init"));
+        }
         if !ran.ok {
             return Err(HostError::internal(format!("git init failed: {}", ran.stderr.trim())));
         }
@@ -79,7 +97,12 @@ impl Repo {
         Ok(repo)
     }
 
-    /// Runs `git args` in the clone with `stdin`.
+    /// Sets the deadline of the git processes that follow (`None`: none).
+    pub(super) fn set_deadline(&self, deadline: Option<Instant>) {
+        self.deadline.set(deadline);
+    }
+
+    /// Runs `git args` in the clone with `stdin`, killed with its process group at the deadline.
     pub(super) fn run(&self, args: &[&str], stdin: Option<Vec<u8>>) -> Result<Ran, HostError> {
         let mut cmd = Command::new("git");
         // No background maintenance in a throwaway clone; fast-import keeps its small pack (no unpacking).
@@ -92,7 +115,9 @@ impl Repo {
             .env("LC_ALL", "C")
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // Its own process group, so that a deadline kills git's helpers (git-remote-http, ssh) too.
+            .process_group(0);
         for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE", "GIT_PREFIX"]
         {
             cmd.env_remove(var);
@@ -112,16 +137,41 @@ impl Repo {
             }
             buf
         });
-        let mut stdout = Vec::new();
-        if let Some(mut p) = child.stdout.take() {
-            let _ = p.read_to_end(&mut stdout);
-        }
-        let status = child.wait().map_err(|e| HostError::io("git did not finish", &e))?;
-        if let Some(w) = writer {
+        let mut stdout_pipe = child.stdout.take();
+        let out_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(p) = stdout_pipe.as_mut() {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        });
+        let pid = child.id();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || drop(done_tx.send(child.wait())));
+        let remaining = self.deadline.get().map(|d| d.saturating_duration_since(Instant::now()));
+        let (status, timed_out) = match remaining {
+            None => (done.recv().ok(), false),
+            Some(left) => match done.recv_timeout(left) {
+                Ok(status) => (Some(status), false),
+                Err(_) => {
+                    kill_group(pid);
+                    (done.recv().ok(), true)
+                }
+            },
+        };
+        let status = status
+            .unwrap_or_else(|| Err(std::io::Error::other("the waiting thread ended")))
+            .map_err(|e| HostError::io("git did not finish", &e))?;
+        // A helper that left the group may still hold a pipe: never wait for it past a short grace.
+        let grace = Duration::from_millis(if timed_out { 200 } else { 5_000 });
+        let stdout = join_within(out_reader, grace);
+        if let Some(w) = writer
+            && !timed_out
+        {
             let _ = w.join();
         }
-        let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
-        Ok(Ran { ok: status.success(), code: status.code().unwrap_or(-1), stdout, stderr })
+        let stderr = String::from_utf8_lossy(&join_within(err_reader, grace)).into_owned();
+        Ok(Ran { ok: status.success() && !timed_out, code: status.code().unwrap_or(-1), stdout, stderr, timed_out })
     }
 
     /// `git fetch` of `refspecs` from `remote` (shallow). On success the first fetched commit is in
@@ -146,6 +196,9 @@ impl Repo {
         }
         let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
         let ran = self.run(&["cat-file", "--batch"], Some(input.into_bytes()))?;
+        if ran.timed_out {
+            return Err(late("git cat-file"));
+        }
         if !ran.ok {
             return Err(HostError::internal(format!("git cat-file failed: {}", ran.stderr.trim())));
         }
@@ -216,6 +269,9 @@ impl Repo {
         }
         s.extend_from_slice(b"get-mark :2\n");
         let ran = self.run(&["fast-import", "--quiet", "--force", "--date-format=now"], Some(s))?;
+        if ran.timed_out {
+            return Err(late("git fast-import"));
+        }
         let oid = String::from_utf8_lossy(&ran.stdout).trim().to_owned();
         if !ran.ok || oid.is_empty() {
             return Err(HostError::internal(format!("git fast-import failed: {}", ran.stderr.trim())));
@@ -266,14 +322,57 @@ impl Drop for Repo {
     }
 }
 
-/// FNV-1a, 48 bits: names the clone directory after the remote without revealing it.
-fn fnv(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// A local git step killed at the deadline (`timedOut`: the store turns it into the core's timeout error).
+fn late(what: &str) -> HostError {
+    HostError::internal(format!("{what} did not finish by the store operation's deadline")).with("timedOut", true)
+}
+
+/// SIGKILL to the process group `pid` leads (git and every helper it started).
+fn kill_group(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        #[allow(unsafe_code)]
+        // SAFETY: kill(2) with a negative pid signals the process group we created for this git; no memory
+        // is involved.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
     }
-    h & 0xffff_ffff_ffff
+}
+
+/// The bytes a reader thread collected, or what it has not: nothing, if it does not finish within `grace`.
+fn join_within(reader: std::thread::JoinHandle<Vec<u8>>, grace: Duration) -> Vec<u8> {
+    let until = Instant::now() + grace;
+    while !reader.is_finished() {
+        if Instant::now() >= until {
+            return Vec::new();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    reader.join().unwrap_or_default()
+}
+
+/// Removes the clones in the temp dir whose process no longer exists (the core's `git-stale-clones`:
+/// pid and start time, a zombie counts as gone); clones of live processes, and directories the core does
+/// not recognise as clones, stay. Best effort: a clone that cannot be removed is left.
+pub(super) fn sweep(stale: &mut dyn FnMut(&[String], Option<&Value>) -> Option<Value>) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    let names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("baton-git-"))
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    let Some(asked) = stale(&names, None) else { return };
+    let mut processes = serde_json::Map::new();
+    for pid in asked["pids"].as_array().into_iter().flatten().filter_map(Value::as_u64) {
+        let start = u32::try_from(pid).ok().and_then(crate::store::process::start_time);
+        processes.insert(pid.to_string(), start.map_or(Value::Null, Value::from));
+    }
+    let Some(answer) = stale(&names, Some(&Value::Object(processes))) else { return };
+    for name in answer["stale"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(name));
+    }
 }
 
 /// The `http.<url>.extraheader` settings of the repository in the current directory (how CI checkouts,
