@@ -122,6 +122,18 @@ impl Repo {
         {
             cmd.env_remove(var);
         }
+        // Out of baton's process group, git would outlive a baton killed with its group (a CI runner's
+        // cancel): it dies with the thread that started it instead.
+        #[cfg(target_os = "linux")]
+        #[allow(unsafe_code)]
+        // SAFETY: the closure runs in the forked child before exec and only calls prctl(2), which is
+        // async-signal-safe; it touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
         let mut child = cmd.spawn().map_err(|e| HostError::io("cannot run git (is it installed?)", &e))?;
         let writer = match (stdin, child.stdin.take()) {
             (Some(bytes), Some(mut pipe)) => Some(std::thread::spawn(move || {
