@@ -158,6 +158,17 @@ pub fn retry(
     let verb = if read { "Fetch" } else { "Push" };
     match outcome {
         PushOutcome::Ok => return Ok(json!({ "retry": false, "delayMs": 0 })),
+        PushOutcome::Timeout if rejections > 0 => {
+            // The remote answered before, with a refusal: that is what the user must fix.
+            return Err(details(CoreError::new(
+                ErrorCode::StoreRejected,
+                format!(
+                    "Could not push {what} to {reference} at {remote}: the remote rejected the push ({}) {rejections} times, and the budget ran out while trying again (budget {budget_ms} ms, BATON_STORE_BUDGET_MS).",
+                    redact(detail)
+                ),
+            ))
+            .with("timedOut", true));
+        }
         PushOutcome::Timeout => {
             return Err(details(CoreError::new(
                 ErrorCode::StoreContended,
@@ -323,6 +334,12 @@ mod tests {
                 .unwrap_err();
         assert_eq!((e.code, &e.details["timedOut"]), (ErrorCode::StoreContended, &json!(true)));
         assert!(e.message.contains("git://[REDACTED]@h/x") && !e.message.contains("u:p"), "{}", e.message);
+        // After rejections, running out of time is still the remote's refusal.
+        let e =
+            retry(false, "a receipt", "refs/heads/b", "r", PushOutcome::Timeout, "remote: no", 3, 2, 3000, 3000, 0.5)
+                .unwrap_err();
+        assert_eq!(e.code, ErrorCode::StoreRejected);
+        assert!(e.message.contains("remote: no"), "{}", e.message);
     }
 
     #[test]

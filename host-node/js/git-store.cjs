@@ -465,6 +465,7 @@ class GitStore extends CellStore {
     try {
       const clone = await this.#workdir();
       let attempts = 0;
+      let lastDetail = '';
       let rejections = 0;
       for (;;) {
         const fresh = !this.#tips.has(ref);
@@ -493,9 +494,11 @@ class GitStore extends CellStore {
         if (latest) kept = await this.#keep(dir, latest.content);
         const commit = await this.#commit(clone, tip, env, scope, dir, changes, message);
         const push = await this.#push(clone, commit, ref, tip);
+        // After a timeout, the remote's last refusal (if any) is what the error names.
         const { outcome, detail } = push.timedOut
-          ? { outcome: 'timeout', detail: '' }
+          ? { outcome: 'timeout', detail: lastDetail }
           : call('git-push-outcome', { exitCode: push.code, stderr: push.stderr });
+        lastDetail = detail;
         if (outcome === 'ok') {
           this.#tips.set(ref, commit);
           if (kept !== null) await this.#unkeep(kept);

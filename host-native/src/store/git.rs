@@ -351,6 +351,8 @@ impl Inner {
         kept: &mut Option<PathBuf>,
     ) -> Result<Value, HostError> {
         let (mut attempts, mut rejections) = (0u32, 0u32);
+        // The remote's last refusal, for an error after the deadline cut a later attempt short.
+        let mut last_detail = Value::from("");
         let readme = core.invoke("git-readme", &json!({ "parentObject": env == "_locks" }))?;
         let readme = readme["text"].as_str().unwrap_or_default().to_owned();
         loop {
@@ -386,7 +388,7 @@ impl Inner {
             let commit = self.local(core, what, &cell.full, commit)?;
             let ran = self.repo(core)?.push(&remote, &commit, &cell.full, tip.as_deref())?;
             let outcome = if ran.timed_out {
-                json!({ "outcome": "timeout", "detail": "" })
+                json!({ "outcome": "timeout", "detail": last_detail })
             } else {
                 core.invoke("git-push-outcome", &json!({ "exitCode": ran.code, "stderr": ran.stderr }))?
             };
@@ -399,6 +401,7 @@ impl Inner {
             if outcome["outcome"] == "rejected" {
                 rejections += 1;
             }
+            last_detail = outcome["detail"].clone();
             let retry = core.invoke(
                 "git-retry",
                 &json!({
