@@ -986,7 +986,7 @@ impl World<'_> {
     fn after_call(&mut self, r: usize) -> Result<(), Failure> {
         while let Some(action) = self.runs[r].m.poll_action() {
             match action {
-                Action::Store { id, op, request } => {
+                Action::Store { id, op, request, .. } => {
                     if let Some(prev) = self.runs[r].lease_out {
                         return Err(self.fail(HOST, format!("run-{r}: lease request #{id} while #{prev} in flight")));
                     }

@@ -363,10 +363,13 @@ fn join_within(reader: std::thread::JoinHandle<Vec<u8>>, grace: Duration) -> Vec
     reader.join().unwrap_or_default()
 }
 
+/// The core's `git-stale-clones` (names, looked-up processes) as the sweep calls it; `None` when it failed.
+pub(super) type StaleVerdict<'a> = dyn FnMut(&[String], Option<&Value>) -> Option<Value> + 'a;
+
 /// Removes the clones in the temp dir whose process no longer exists (the core's `git-stale-clones`:
 /// pid and start time, a zombie counts as gone); clones of live processes, and directories the core does
 /// not recognise as clones, stay. Best effort: a clone that cannot be removed is left.
-pub(super) fn sweep(stale: &mut dyn FnMut(&[String], Option<&Value>) -> Option<Value>) {
+pub(super) fn sweep(stale: &mut StaleVerdict<'_>) {
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
     let names: Vec<String> = entries
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
