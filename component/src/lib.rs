@@ -194,6 +194,12 @@ impl Guest for Component {
     fn git_stale_clones(request: String) -> Result<String, Error> {
         call("git-stale-clones", request)
     }
+    fn git_commit(request: String) -> Result<String, Error> {
+        call("git-commit", request)
+    }
+    fn git_cat_parse(request: String) -> Result<String, Error> {
+        call("git-cat-parse", request)
+    }
 }
 
 export!(Component);

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 35] = [
+pub const OPS: [&str; 37] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -54,6 +54,8 @@ pub const OPS: [&str; 35] = [
     "store-deadline",
     "git-clone-name",
     "git-stale-clones",
+    "git-commit",
+    "git-cat-parse",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -184,6 +186,12 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         }),
         "git-clone-name" => run(op, input, |r: CloneNameRequest| {
             Ok(json!({ "name": crate::gitclone::clone_name(&r.remote, r.pid, r.start.as_deref(), &r.random) }))
+        }),
+        "git-commit" => run(op, input, |r: GitCommitRequest| {
+            crate::gitstream::commit(&r.env, &r.scope, &r.dir, r.tip.as_deref(), &r.changes, r.old_lock.as_deref())
+        }),
+        "git-cat-parse" => run(op, input, |r: CatParseRequest| {
+            Ok(json!({ "objects": crate::gitstream::parse_batch(&r.output, r.count)? }))
         }),
         "git-stale-clones" => {
             run(op, input, |r: StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, r.processes.as_ref())))
@@ -497,6 +505,30 @@ struct StaleClonesRequest {
     names: Vec<String>,
     #[serde(default)]
     processes: Option<std::collections::BTreeMap<String, Option<String>>>,
+}
+
+/// `git-commit`: `{env, scope, dir, tip?, changes, oldLock?}` -> `{message, what, stream}`: the commit of a
+/// change set as a `git fast-import` stream (see `gitstream::commit`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GitCommitRequest {
+    env: String,
+    scope: String,
+    dir: String,
+    #[serde(default)]
+    tip: Option<String>,
+    changes: Vec<serde_json::Value>,
+    #[serde(default)]
+    old_lock: Option<String>,
+}
+
+/// `git-cat-parse`: `{output, count}` -> `{objects: [text | null]}`: `git cat-file --batch` output as
+/// Latin-1 text, one entry per request (see `gitstream::parse_batch`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CatParseRequest {
+    output: String,
+    count: usize,
 }
 
 /// `git-readme`: `{parentObject}` -> `{text}`: the README committed at the root of each cell ref.

@@ -21,6 +21,7 @@ pub mod envelope;
 pub mod error;
 pub mod gitclone;
 pub mod gitstore;
+pub mod gitstream;
 pub mod lease;
 pub mod lock;
 pub mod names;

@@ -110,6 +110,8 @@ impl CoreComponent {
             "store-deadline" => d.call_store_deadline(s, &req),
             "git-clone-name" => d.call_git_clone_name(s, &req),
             "git-stale-clones" => d.call_git_stale_clones(s, &req),
+            "git-commit" => d.call_git_commit(s, &req),
+            "git-cat-parse" => d.call_git_cat_parse(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

@@ -99,30 +99,4 @@ function git(cwd, args, { input, env, timeoutMs } = {}) {
   });
 }
 
-/**
- * Parses the output of `git cat-file --batch`: one entry per request line, `null` for a missing object,
- * else `{oid, type, content (Buffer)}`.
- * @param {Buffer} out
- * @param {number} count
- */
-function parseBatch(out, count) {
-  const entries = [];
-  let at = 0;
-  for (let i = 0; i < count; i += 1) {
-    const nl = out.indexOf(0x0a, at);
-    if (nl < 0) throw new Error('git cat-file --batch ended early');
-    const header = out.subarray(at, nl).toString('utf8');
-    at = nl + 1;
-    const m = /^([0-9a-f]{40,64}) (\S+) (\d+)$/.exec(header);
-    if (!m) {
-      entries.push(null); // `<name> missing` or `<name> ambiguous`
-      continue;
-    }
-    const size = Number(m[3]);
-    entries.push({ oid: m[1], type: m[2], content: out.subarray(at, at + size) });
-    at += size + 1;
-  }
-  return entries;
-}
-
-module.exports = { git, gitEnv, parseBatch, CONFIG };
+module.exports = { git, gitEnv, CONFIG };

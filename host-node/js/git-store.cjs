@@ -31,8 +31,14 @@ const { call, hostError } = require('./core.cjs');
 const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 const faults = require('./faults.cjs');
-const { git, parseBatch } = require('./git-run.cjs');
+const { git } = require('./git-run.cjs');
 const { startTime, ownStart } = require('./process.cjs');
+
+/**
+ * The blob texts of `git cat-file --batch` output for `count` requests (null for a missing one), parsed by
+ * the core (`git-cat-parse`, as the native store). Latin-1: one character per byte, so any bytes cross JSON.
+ */
+const catParse = (stdout, count) => call('git-cat-parse', { output: stdout.toString('latin1'), count }).objects;
 
 /** The host's monotonic clock in whole ms (the lease machine's clock: deadlines compare with it). */
 const monotonicNow = () => Math.floor(performance.now());
@@ -106,41 +112,6 @@ function track(dir) {
 }
 
 /**
- * The commit message of a change set and what it is, for the core's retry messages (as the native store):
- * `receipt <env>/<scope> <runId> (<status>)`, `unlock <env>/<scope> <holder>`, `renew ...`,
- * `lock <env>/<scope> <holder> (epoch <n>)`, else `update <env>/<scope>`.
- * @param {string} env @param {string} scope @param {object[]} changes @param {string | undefined} oldLock
- */
-function describe(env, scope, changes, oldLock) {
-  const parse = (text) => {
-    try {
-      const v = JSON.parse(text);
-      return v !== null && typeof v === 'object' ? v : {};
-    } catch {
-      return {};
-    }
-  };
-  const str = (v) => (typeof v === 'string' ? v : '?');
-  const cell = `${env}/${scope}`;
-  const latest = changes.find((c) => c.file === LATEST && c.op === 'write');
-  if (latest) {
-    const r = parse(latest.content);
-    return { message: `receipt ${cell} ${str(r.runId)} (${str(r.status)})`, what: 'a receipt' };
-  }
-  const old = parse(oldLock);
-  const lock = changes.find((c) => c.file === 'lock.json');
-  if (lock?.op === 'delete') return { message: `unlock ${cell} ${str(old.holder)}`, what: 'the unlock' };
-  if (lock) {
-    const now = parse(lock.content);
-    if (old.holder === now.holder && JSON.stringify(old.epoch) === JSON.stringify(now.epoch)) {
-      return { message: `renew ${cell} ${str(now.holder)}`, what: 'the renewal' };
-    }
-    return { message: `lock ${cell} ${str(now.holder)} (epoch ${JSON.stringify(now.epoch ?? null)})`, what: 'the lock' };
-  }
-  return { message: `update ${cell}`, what: 'the change' };
-}
-
-/**
  * The `http.<url>.extraheader` settings of the repository at `cwd`, as git config text for the working
  * clone (empty when there are none, or no repository).
  */
@@ -166,13 +137,6 @@ function inheritedAuthConfig(cwd) {
       },
     );
   });
-}
-
-/** Refuses a change the core should never ask for (outside the cell). */
-function checkChange(change) {
-  if (typeof change.file !== 'string' || !/^[^/\\.][^/\\]*$/.test(change.file) || !['write', 'delete'].includes(change.op)) {
-    throw new Error(`the core asked for a change outside the cell: ${JSON.stringify(change)}`);
-  }
 }
 
 /**
@@ -347,53 +311,19 @@ class GitStore extends CellStore {
     const r = await this.#git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
     if (r.timedOut) throw this.#timedOut(false, 'the cell', dir);
     if (r.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(r.stderr)}`);
-    parseBatch(r.stdout, lines.length).forEach((entry, i) => {
-      // Invalid UTF-8 becomes U+FFFD, which the core reports as a corrupt file.
-      if (entry !== null && entry.type === 'blob') files[this.#cellFiles[i]] = entry.content.toString('utf8');
+    catParse(r.stdout, lines.length).forEach((text, i) => {
+      // Invalid UTF-8 is U+FFFD, which the core reports as a corrupt file.
+      if (text !== null) files[this.#cellFiles[i]] = text;
     });
     return files;
   }
 
   /**
-   * Builds the commit of a change set with one `git fast-import` (as the native store): on `tip`, or without
-   * one on a new root commit holding only `README.md` (`Start receipts for <env>/<scope>`); `README.md` set
-   * and the changes applied to `<dir>/`. Returns the new commit.
+   * Builds the commit the core wrote as a `git fast-import` stream (`git-commit`, as the native store).
+   * Returns the new commit.
    */
-  async #commit(clone, tip, env, scope, dir, changes, message) {
-    const readme = call('git-readme', { parentObject: env === '_locks' }).text;
-    const parts = [];
-    const data = (text) => {
-      parts.push(Buffer.from(`data ${Buffer.byteLength(text, 'utf8')}\n`), Buffer.from(text, 'utf8'), Buffer.from('\n'));
-    };
-    const line = (text) => parts.push(Buffer.from(`${text}\n`));
-    line('reset refs/baton/new');
-    let from = `from ${tip}`;
-    if (tip === null) {
-      line('commit refs/baton/new');
-      line('mark :1');
-      line('committer baton <baton@localhost> now');
-      data(`Start receipts for ${env}/${scope}`);
-      line('M 100644 inline README.md');
-      data(readme);
-      from = 'from :1';
-    }
-    line('commit refs/baton/new');
-    line('mark :2');
-    line('committer baton <baton@localhost> now');
-    data(message);
-    line(from);
-    line('M 100644 inline README.md');
-    data(readme);
-    for (const change of changes) {
-      if (change.op === 'write') {
-        line(`M 100644 inline ${dir}/${change.file}`);
-        data(change.content);
-      } else {
-        line(`D ${dir}/${change.file}`);
-      }
-    }
-    line('get-mark :2');
-    const r = await this.#git(clone, ['fast-import', '--quiet', '--force', '--date-format=now'], { input: Buffer.concat(parts) });
+  async #commit(clone, stream, dir) {
+    const r = await this.#git(clone, ['fast-import', '--quiet', '--force', '--date-format=now'], { input: Buffer.from(stream, 'utf8') });
     if (r.timedOut) throw this.#timedOut(false, 'the commit', dir);
     const oid = r.stdout.toString('utf8').trim();
     if (r.code !== 0 || !/^[0-9a-f]{40,64}$/.test(oid)) throw hostError('INTERNAL', `git fast-import failed: ${lastLine(r.stderr)}`);
@@ -488,11 +418,11 @@ class GitStore extends CellStore {
           if (refusal !== null) throw refusal;
           return answer;
         }
-        changes.forEach(checkChange);
-        const { message, what } = describe(env, scope, changes, files['lock.json']);
+        // The commit (message and fast-import stream) is the core's, as in the native store.
+        const { what, stream } = call('git-commit', { env, scope, dir, tip, changes, oldLock: files['lock.json'] ?? null });
         const latest = changes.find((c) => c.op === 'write' && c.file === LATEST);
         if (latest) kept = await this.#keep(dir, latest.content);
-        const commit = await this.#commit(clone, tip, env, scope, dir, changes, message);
+        const commit = await this.#commit(clone, stream, dir);
         const push = await this.#push(clone, commit, ref, tip);
         // After a timeout, the remote's last refusal (if any) is what the error names.
         const { outcome, detail } = push.timedOut
@@ -625,11 +555,8 @@ class GitStore extends CellStore {
       const b = await this.#git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
       if (b.timedOut) throw this.#timedOut(false, 'the list of scopes', base);
       if (b.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(b.stderr)}`);
-      const entries = parseBatch(b.stdout, lines.length);
-      const listed = cells.map((c, i) => ({
-        scope: c.scope,
-        text: entries[i] !== null && entries[i].type === 'blob' ? entries[i].content.toString('utf8') : null,
-      }));
+      const texts = catParse(b.stdout, lines.length);
+      const listed = cells.map((c, i) => ({ scope: c.scope, text: texts[i] }));
       return listed.sort((a, z) => (a.scope < z.scope ? -1 : a.scope > z.scope ? 1 : 0));
     }
   }
@@ -650,4 +577,4 @@ class GitStore extends CellStore {
   }
 }
 
-module.exports = { GitStore, describe };
+module.exports = { GitStore };

@@ -162,9 +162,8 @@ impl GitStore {
         (|| {
             let cell = g.cell_ref(core, env, scope)?;
             let Some(tip) = g.fetch(core, &cell.full)? else { return Ok(None) };
-            let got = g.repo(core)?.cat(&[format!("{tip}:{}/{file}", cell.dir)]);
-            let got = g.local(core, "the cell", &cell.full, got)?;
-            Ok(got.into_iter().next().flatten().map(|b| String::from_utf8_lossy(&b).into_owned()))
+            let got = g.cat(core, &[format!("{tip}:{}/{file}", cell.dir)], &cell.full)?;
+            Ok(got.into_iter().next().flatten())
         })()
         .map_err(|e| redacted(core, e))
     }
@@ -318,6 +317,25 @@ impl Inner {
         Ok(tip)
     }
 
+    /// The texts of the blobs named `rev:path` (`None` for a missing one): one `git cat-file --batch`,
+    /// parsed by the core (`git-cat-parse`).
+    fn cat(
+        &mut self,
+        core: &mut CoreComponent,
+        specs: &[String],
+        reference: &str,
+    ) -> Result<Vec<Option<String>>, HostError> {
+        if specs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self.repo(core)?.cat(specs);
+        let out = self.local(core, "the cell", reference, out)?;
+        // Latin-1: one character per byte, so that any bytes cross JSON and sizes stay byte counts.
+        let output: String = out.iter().map(|&b| char::from(b)).collect();
+        let parsed = core.invoke("git-cat-parse", &json!({ "output": output, "count": specs.len() }))?;
+        Ok(parsed["objects"].as_array().into_iter().flatten().map(|o| o.as_str().map(str::to_owned)).collect())
+    }
+
     /// The cell snapshot at `tip` (`{env, scope, files}`, the files that exist).
     fn load(
         &mut self,
@@ -331,10 +349,9 @@ impl Inner {
         if let Some(tip) = tip {
             let names = core.cell_files()?;
             let specs: Vec<String> = names.iter().map(|n| format!("{tip}:{}/{n}", cell.dir)).collect();
-            let got = self.repo(core)?.cat(&specs);
-            for (name, got) in names.into_iter().zip(self.local(core, "the cell", &cell.full, got)?) {
-                if let Some(bytes) = got {
-                    files.insert(name, String::from_utf8_lossy(&bytes).into_owned().into());
+            for (name, got) in names.into_iter().zip(self.cat(core, &specs, &cell.full)?) {
+                if let Some(text) = got {
+                    files.insert(name, text.into());
                 }
             }
         }
@@ -353,8 +370,6 @@ impl Inner {
         let (mut attempts, mut rejections) = (0u32, 0u32);
         // The remote's last refusal, for an error after the deadline cut a later attempt short.
         let mut last_detail = Value::from("");
-        let readme = core.invoke("git-readme", &json!({ "parentObject": env == "_locks" }))?;
-        let readme = readme["text"].as_str().unwrap_or_default().to_owned();
         loop {
             let (tip, fresh) = match self.tips.get(&cell.full) {
                 Some(tip) => (tip.clone(), false),
@@ -376,15 +391,18 @@ impl Inner {
                 continue;
             }
             let answer = decided?;
-            let files = cell_changes(&cell.dir, &changes)?;
-            let (message, what) = describe(env, scope, &changes, old_lock.as_deref());
+            let built = core.invoke(
+                "git-commit",
+                &json!({ "env": env, "scope": scope, "dir": cell.dir, "tip": tip, "changes": changes, "oldLock": old_lock }),
+            )?;
+            let what = built["what"].as_str().unwrap_or("the change").to_owned();
+            let what = what.as_str();
             if let Some(latest) = changes.iter().find(|c| c["op"] == "write" && c["file"] == "latest.json") {
                 let unpushed = self.unpushed.get_or_insert_with(unpushed_dir).clone();
                 *kept = Some(keep_locally(&unpushed, &cell.dir, latest["content"].as_str().unwrap_or_default())?);
             }
-            let root_message = format!("Start receipts for {env}/{scope}");
             let remote = self.remote.clone();
-            let commit = self.repo(core)?.commit(tip.as_deref(), &readme, &root_message, &files, &message);
+            let commit = self.repo(core)?.commit(built["stream"].as_str().unwrap_or_default());
             let commit = self.local(core, what, &cell.full, commit)?;
             let ran = self.repo(core)?.push(&remote, &commit, &cell.full, tip.as_deref())?;
             let outcome = if ran.timed_out {
@@ -457,67 +475,15 @@ impl Inner {
                 found.push((scope.to_owned(), format!("refs/baton-list/{i}:{dir}/latest.json")));
             }
             let specs: Vec<String> = found.iter().map(|(_, s)| s.clone()).collect();
-            let texts = self.repo(core)?.cat(&specs);
-            let texts = self.local(core, "the list of scopes", &base, texts)?;
+            let texts = self.cat(core, &specs, &base)?;
             let mut out: Vec<Value> = found
                 .into_iter()
                 .zip(texts)
-                .map(|((scope, _), text)| {
-                    json!({ "scope": scope, "text": text.map(|b| String::from_utf8_lossy(&b).into_owned()) })
-                })
+                .map(|((scope, _), text)| json!({ "scope": scope, "text": text }))
                 .collect();
             out.sort_by(|a, b| a["scope"].as_str().cmp(&b["scope"].as_str()));
             return Ok(out);
         }
-    }
-}
-
-/// The files of a change set as paths in the ref's tree; refuses anything outside the cell.
-fn cell_changes(dir: &str, changes: &[Value]) -> Result<Vec<(String, Option<String>)>, HostError> {
-    changes
-        .iter()
-        .map(|change| {
-            let file = change["file"]
-                .as_str()
-                .filter(|f| !f.is_empty() && !f.contains('/') && !f.starts_with('.') && !f.contains(['\n', '"', '\\']));
-            let Some(file) = file else {
-                return Err(HostError::internal(format!("the core asked for a change outside the cell: {change}")));
-            };
-            match change["op"].as_str() {
-                Some("write") => {
-                    Ok((format!("{dir}/{file}"), Some(change["content"].as_str().unwrap_or_default().into())))
-                }
-                Some("delete") => Ok((format!("{dir}/{file}"), None)),
-                _ => Err(HostError::internal(format!("unknown change from the core: {change}"))),
-            }
-        })
-        .collect()
-}
-
-/// The commit message of a change set and what it is, for messages (`lock`, `renew`, `receipt`, `unlock`).
-fn describe(env: &str, scope: &str, changes: &[Value], old_lock: Option<&str>) -> (String, &'static str) {
-    let parse = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or(Value::Null);
-    let find = |file: &str| changes.iter().find(|c| c["file"] == file);
-    let old = parse(old_lock);
-    if let Some(latest) = find("latest.json").filter(|c| c["op"] == "write") {
-        let r = parse(latest["content"].as_str());
-        let (run, status) = (r["runId"].as_str().unwrap_or("?"), r["status"].as_str().unwrap_or("?"));
-        return (format!("receipt {env}/{scope} {run} ({status})"), "a receipt");
-    }
-    match find("lock.json") {
-        Some(c) if c["op"] == "delete" => {
-            (format!("unlock {env}/{scope} {}", old["holder"].as_str().unwrap_or("?")), "the unlock")
-        }
-        Some(c) => {
-            let new = parse(c["content"].as_str());
-            let (holder, epoch) = (new["holder"].as_str().unwrap_or("?"), &new["epoch"]);
-            if old["holder"] == new["holder"] && old["epoch"] == new["epoch"] {
-                (format!("renew {env}/{scope} {holder}"), "the renewal")
-            } else {
-                (format!("lock {env}/{scope} {holder} (epoch {epoch})"), "the lock")
-            }
-        }
-        None => (format!("update {env}/{scope}"), "the change"),
     }
 }
 

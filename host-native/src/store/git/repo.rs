@@ -201,11 +201,9 @@ impl Repo {
         oid.chars().all(|c| c.is_ascii_hexdigit()).then(|| oid.to_owned())
     }
 
-    /// Reads objects named `rev:path` with one `git cat-file --batch`; `None` for a missing one.
-    pub(super) fn cat(&self, specs: &[String]) -> Result<Vec<Option<Vec<u8>>>, HostError> {
-        if specs.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// The output of one `git cat-file --batch` for objects named `rev:path` (the core parses it:
+    /// `git-cat-parse`).
+    pub(super) fn cat(&self, specs: &[String]) -> Result<Vec<u8>, HostError> {
         let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
         let ran = self.run(&["cat-file", "--batch"], Some(input.into_bytes()))?;
         if ran.timed_out {
@@ -214,73 +212,14 @@ impl Repo {
         if !ran.ok {
             return Err(HostError::internal(format!("git cat-file failed: {}", ran.stderr.trim())));
         }
-        let out = ran.stdout;
-        let mut at = 0;
-        let mut objects = Vec::with_capacity(specs.len());
-        for _ in specs {
-            let end = out[at..].iter().position(|&b| b == b'\n').map(|i| at + i);
-            let Some(end) = end else {
-                return Err(HostError::internal("git cat-file answered less than asked"));
-            };
-            let header = String::from_utf8_lossy(&out[at..end]).into_owned();
-            at = end + 1;
-            let mut parts = header.split(' ');
-            let (_, kind, size) = (parts.next(), parts.next(), parts.next().and_then(|s| s.parse::<usize>().ok()));
-            match (kind, size) {
-                (Some("blob" | "tree" | "commit" | "tag"), Some(size)) if at + size <= out.len() => {
-                    objects.push((kind == Some("blob")).then(|| out[at..at + size].to_vec()));
-                    at += size + 1;
-                }
-                _ => objects.push(None), // `<spec> missing` (or ambiguous)
-            }
-        }
-        Ok(objects)
+        Ok(ran.stdout)
     }
 
-    /// Builds a commit with one `git fast-import`: on `parent` (or, without one, on a new root commit
-    /// holding only `README.md` with message `root_message`), setting `README.md` and applying `files`
-    /// (`(path, Some(content))` writes, `(path, None)` deletes). Returns the new commit.
-    pub(super) fn commit(
-        &self,
-        parent: Option<&str>,
-        readme: &str,
-        root_message: &str,
-        files: &[(String, Option<String>)],
-        message: &str,
-    ) -> Result<String, HostError> {
-        fn data(s: &mut Vec<u8>, text: &str) {
-            s.extend_from_slice(format!("data {}\n", text.len()).as_bytes());
-            s.extend_from_slice(text.as_bytes());
-            s.push(b'\n');
-        }
-        let mut s = Vec::new();
-        s.extend_from_slice(b"reset refs/baton/new\n");
-        let from = match parent {
-            Some(p) => format!("from {p}\n"),
-            None => {
-                s.extend_from_slice(b"commit refs/baton/new\nmark :1\ncommitter baton <baton@localhost> now\n");
-                data(&mut s, root_message);
-                s.extend_from_slice(b"M 100644 inline README.md\n");
-                data(&mut s, readme);
-                "from :1\n".to_owned()
-            }
-        };
-        s.extend_from_slice(b"commit refs/baton/new\nmark :2\ncommitter baton <baton@localhost> now\n");
-        data(&mut s, message);
-        s.extend_from_slice(from.as_bytes());
-        s.extend_from_slice(b"M 100644 inline README.md\n");
-        data(&mut s, readme);
-        for (path, content) in files {
-            match content {
-                Some(text) => {
-                    s.extend_from_slice(format!("M 100644 inline {path}\n").as_bytes());
-                    data(&mut s, text);
-                }
-                None => s.extend_from_slice(format!("D {path}\n").as_bytes()),
-            }
-        }
-        s.extend_from_slice(b"get-mark :2\n");
-        let ran = self.run(&["fast-import", "--quiet", "--force", "--date-format=now"], Some(s))?;
+    /// Builds a commit with one `git fast-import` of `stream` (the core's `git-commit`). Returns the new
+    /// commit.
+    pub(super) fn commit(&self, stream: &str) -> Result<String, HostError> {
+        let ran =
+            self.run(&["fast-import", "--quiet", "--force", "--date-format=now"], Some(stream.as_bytes().to_vec()))?;
         if ran.timed_out {
             return Err(late("git fast-import"));
         }
