@@ -106,6 +106,21 @@ export interface DetectOptions {
   overrides?: ContextOverrides;
   /** Where local git runs, when it must (default `process.cwd()`). */
   cwd?: string;
+  /**
+   * For work on a whole environment (listing its receipts): no branch is no error, and the context then
+   * has `scope` and `branch` null (an {@link EnvironmentContext}).
+   */
+  envOnly?: boolean;
+}
+
+/** The context of work on a whole environment when no branch is known (`detectContext({envOnly: true})`). */
+export interface EnvironmentContext {
+  env: string;
+  branch: null;
+  sha: string | null;
+  pr: number | null;
+  defaultBranch: string | null;
+  scope: null;
 }
 
 /** A lock record (`lock.json`). Fields baton does not know are kept. */
@@ -311,6 +326,7 @@ export interface StoreOptions {
 export declare function scopeFor(branch: string, pr?: number | null, defaultBranch?: string | null): string;
 
 /** Detects the run's context from overrides, CI variables, the GitHub event, and git only when needed. */
+export declare function detectContext(opts: DetectOptions & { envOnly: true }): Context | EnvironmentContext;
 export declare function detectContext(opts?: DetectOptions): Context;
 
 /**

@@ -109,10 +109,10 @@ pub enum Detection {
         context: Context,
     },
     /// Only the environment is known (a request with `envOnly`, no branch from any source, no named scope).
-    /// Serialised like `Detected`, with `scope`, `branch` and `pr` null.
+    /// Serialised like `Detected`, with `scope` and `branch` null.
     #[serde(rename = "detected")]
     Environment {
-        /// `{env, branch: null, sha, pr: null, defaultBranch, scope: null}`.
+        /// `{env, branch: null, sha, pr, defaultBranch, scope: null}`.
         context: Value,
     },
     /// Call again with `git` facts. `askPr`: the pull request is still unknown and the branch will come
@@ -271,7 +271,7 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
             // A command on a whole environment needs no scope.
             let env = acc.env.unwrap_or_else(|| DEFAULT_ENV.to_owned());
             validate_name("env", &env)?;
-            let context = serde_json::json!({ "env": env, "branch": null, "sha": acc.sha, "pr": null,
+            let context = serde_json::json!({ "env": env, "branch": null, "sha": acc.sha, "pr": acc.pr.flatten(),
                 "defaultBranch": acc.default_branch, "scope": null });
             return Ok(Detection::Environment { context });
         }

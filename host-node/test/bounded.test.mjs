@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { acquireLease, openStore } from 'baton-lease';
+import { acquireLease, detectContext, openStore } from 'baton-lease';
 
 const pkgDir = fileURLToPath(new URL('..', import.meta.url));
 /** What a bound may exceed the budget by on this shared, noisy machine. */
@@ -211,5 +211,18 @@ test('the next store removes the clones of processes killed with SIGKILL, and on
     alive.kill('SIGTERM');
     rmSync(foreign, { recursive: true, force: true });
     rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('work on a whole environment needs no scope: detectContext({envOnly}) outside a repository', () => {
+  const cwd = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'baton-envonly-')));
+  try {
+    const ctx = detectContext({ envOnly: true, env: { BATON_ENV: 'staging' }, cwd });
+    assert.deepEqual([ctx.env, ctx.scope, ctx.branch], ['staging', null, null]);
+    assert.throws(() => detectContext({ env: {}, cwd }), (e) => e.code === 'CTX_NULL');
+    // With a branch it is the full context.
+    assert.equal(detectContext({ envOnly: true, env: { BATON_CTX_BRANCH: 'feat/x', BATON_CTX_SHA: 'abc' }, cwd }).scope, 'branch-feat-x');
+  } finally {
+    rmSync(cwd, { recursive: true, force: true });
   }
 });
