@@ -91,16 +91,26 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = self.0.kill();
+        // SIGTERM, which the `git` wrapper passes on to git-daemon (SIGKILL would orphan git-daemon).
+        signal(self.0.id(), libc::SIGTERM);
         let _ = self.0.wait();
     }
 }
 
 fn signal(pid: u32, sig: i32) {
+    signal_raw(pid as i32, sig);
+}
+
+/// `sig` to the process group `pgid` (a `baton run` command's own group).
+fn signal_group(pgid: u32, sig: i32) {
+    signal_raw(-(pgid as i32), sig);
+}
+
+fn signal_raw(pid: i32, sig: i32) {
     #[allow(unsafe_code)]
-    // SAFETY: kill(2) on a process this test started (or its group, for a negative pid).
+    // SAFETY: kill(2) on a process this test started, or its group for a negative pid.
     unsafe {
-        libc::kill(pid as i32, sig);
+        libc::kill(pid, sig);
     }
 }
 
@@ -264,7 +274,7 @@ fn the_next_baton_removes_the_clones_of_killed_processes_and_only_those() {
         signal(child.id(), libc::SIGKILL);
         let _ = child.wait();
         let cmd_pid: u32 = std::fs::read_to_string(g.t.0.join(format!("{scope}.pid"))).unwrap().trim().parse().unwrap();
-        signal(cmd_pid, libc::SIGKILL);
+        signal_group(cmd_pid, libc::SIGKILL);
     }
     let live = clones_of(alive.id());
     assert_eq!(live.len(), 1, "{live:?}");
@@ -280,7 +290,7 @@ fn the_next_baton_removes_the_clones_of_killed_processes_and_only_those() {
     assert!(foreign.exists(), "a directory that is no clone was removed");
     let _ = std::fs::remove_dir_all(&foreign);
     let cmd_pid: u32 = std::fs::read_to_string(g.t.0.join("alive.pid")).unwrap().trim().parse().unwrap();
-    signal(cmd_pid, libc::SIGTERM);
+    signal_group(cmd_pid, libc::SIGTERM);
     let status = alive.wait().unwrap();
     assert!(!status.success(), "the alive run's command was terminated");
     assert!(clones_of(alive.id()).is_empty(), "a run removes its own clone when it exits");
