@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 /// The default ref prefix (`refs/heads/<prefix>/<env>/<scope>`).
 pub const DEFAULT_PREFIX: &str = "baton-receipts";
-/// The default retry budget of one store operation.
+/// The default time limit of one store operation, retries included (`BATON_STORE_BUDGET_MS`).
 pub const DEFAULT_BUDGET_MS: u64 = 60_000;
 /// At most this many rejections (hooks, protected refs) before giving up.
 pub const MAX_REJECTIONS: u32 = 4;

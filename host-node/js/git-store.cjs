@@ -170,7 +170,7 @@ class GitStore extends CellStore {
     this.path = spec.label;
     /** The ref prefix (`refs/heads/<prefix>/<env>/<scope>`; BATON_GIT_PREFIX). */
     this.prefix = spec.prefix;
-    /** The retry budget of one operation, in milliseconds (BATON_STORE_BUDGET_MS). */
+    /** The time limit of one operation, retries included, in milliseconds (BATON_STORE_BUDGET_MS). */
     this.budgetMs = spec.budgetMs;
     this.#remote = spec.remote;
     this.#cwd = cwd;
