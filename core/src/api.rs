@@ -185,7 +185,8 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             Ok(json!({ "remainingMs": remaining }))
         }),
         "git-clone-name" => run(op, input, |r: CloneNameRequest| {
-            Ok(json!({ "name": crate::gitclone::clone_name(&r.remote, r.pid, r.start.as_deref(), &r.random) }))
+            let name = crate::gitclone::clone_name(&r.remote, &r.host, r.pid, r.start.as_deref(), &r.random);
+            Ok(json!({ "name": name }))
         }),
         "git-commit" => run(op, input, |r: GitCommitRequest| {
             crate::gitstream::commit(&r.env, &r.scope, &r.dir, r.tip.as_deref(), &r.changes, r.old_lock.as_deref())
@@ -194,7 +195,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             Ok(json!({ "objects": crate::gitstream::parse_batch(&r.output, r.count)? }))
         }),
         "git-stale-clones" => {
-            run(op, input, |r: StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, r.processes.as_ref())))
+            run(op, input, |r: StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, &r.host, r.processes.as_ref())))
         }
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
@@ -487,22 +488,24 @@ struct StoreDeadlineRequest {
     deadline_ms: Option<u64>,
 }
 
-/// `git-clone-name`: `{remote, pid, start?, random}` -> `{name}` (see `gitclone::clone_name`).
+/// `git-clone-name`: `{remote, host, pid, start?, random}` -> `{name}` (see `gitclone::clone_name`).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct CloneNameRequest {
     remote: String,
+    host: String,
     pid: u32,
     #[serde(default)]
     start: Option<String>,
     random: String,
 }
 
-/// `git-stale-clones`: `{names, processes?}` -> `{pids, stale?}` (see `gitclone::stale`).
+/// `git-stale-clones`: `{names, host, processes?}` -> `{pids, stale?}` (see `gitclone::stale`).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct StaleClonesRequest {
     names: Vec<String>,
+    host: String,
     #[serde(default)]
     processes: Option<std::collections::BTreeMap<String, Option<String>>>,
 }

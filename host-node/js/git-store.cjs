@@ -44,8 +44,8 @@ const catParse = (stdout, count) => call('git-cat-parse', { output: stdout.toStr
 const monotonicNow = () => Math.floor(performance.now());
 
 /**
- * Removes the clones in the temp dir whose process no longer exists (the core's `git-stale-clones`: pid and
- * start time, a zombie counts as gone). Clones of live processes, and directories the core does not
+ * Removes the clones in the temp dir whose process no longer exists (the core's `git-stale-clones`: this
+ * host's clones only, pid and start time, a zombie counts as gone). Clones of live processes, and directories the core does not
  * recognise as clones, stay. Best effort.
  */
 async function sweepClones() {
@@ -56,10 +56,11 @@ async function sweepClones() {
     return;
   }
   if (names.length === 0) return;
-  const { pids } = call('git-stale-clones', { names });
+  const host = os.hostname();
+  const { pids } = call('git-stale-clones', { names, host });
   const processes = {};
   for (const pid of pids) processes[String(pid)] = startTime(pid);
-  const { stale } = call('git-stale-clones', { names, processes });
+  const { stale } = call('git-stale-clones', { names, host, processes });
   for (const name of stale) await fs.rm(path.join(os.tmpdir(), name), { recursive: true, force: true }).catch(() => {});
 }
 
@@ -215,7 +216,13 @@ class GitStore extends CellStore {
     await sweepClones();
     let dir;
     for (let tries = 0; ; tries += 1) {
-      const { name } = call('git-clone-name', { remote: this.#remote, pid: process.pid, start: ownStart(), random: randomBytes(4).toString('hex') });
+      const { name } = call('git-clone-name', {
+        remote: this.#remote,
+        host: os.hostname(),
+        pid: process.pid,
+        start: ownStart(),
+        random: randomBytes(4).toString('hex'),
+      });
       dir = path.join(os.tmpdir(), name);
       try {
         await fs.mkdir(dir, { mode: 0o700 });

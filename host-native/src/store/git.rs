@@ -217,15 +217,16 @@ impl Inner {
             if self.remote.starts_with('-') {
                 return Err(HostError::usage("a git store remote cannot start with `-`"));
             }
+            let host = super::process::hostname();
             repo::sweep(&mut |names, processes| {
-                core.invoke("git-stale-clones", &json!({ "names": names, "processes": processes })).ok()
+                core.invoke("git-stale-clones", &json!({ "names": names, "host": host, "processes": processes })).ok()
             });
             let (pid, start) = (std::process::id(), super::process::own_start());
             let remote = self.remote.clone();
             let mut name = |random: &str| {
                 let answer = core.invoke(
                     "git-clone-name",
-                    &json!({ "remote": remote, "pid": pid, "start": start, "random": random }),
+                    &json!({ "remote": remote, "host": host, "pid": pid, "start": start, "random": random }),
                 )?;
                 answer["name"]
                     .as_str()

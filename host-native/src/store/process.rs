@@ -24,6 +24,14 @@ pub fn own_start() -> Option<String> {
     std::path::Path::new("/proc/self/stat").exists().then(|| start_time(std::process::id())).flatten()
 }
 
+/// The host name (as the dir mutex names its host): only this host's clones are judged.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default()
+}
+
 fn alive(pid: u32) -> bool {
     let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
     #[allow(unsafe_code)]
