@@ -14,9 +14,12 @@
  * deleted while a run holds its lock is a deleted lock: the holder's next push is refused, the fresh fetch
  * shows an empty cell, and the core answers LOCK_LOST.
  *
- * The core decides the ref names, what a push failure means, whether and when to retry, the README, and
- * what may be printed (`redact`); this file runs git, as the native store (host-native/src/store/git.rs)
- * does. Every operation of one store object runs in one working clone (a private bare repository in a temp
+ * The core decides the ref names, what a push failure means, whether and when to retry (fetches too),
+ * each operation's deadline (`store-deadline`: the budget, bounded by a held lease's), the commit text and
+ * fast-import stream (`git-commit`), cat-file parsing (`git-cat-parse`), which working clones of gone
+ * processes to remove, and what may be printed (`redact`); each git process gets what is left of the
+ * deadline and is killed with its process group when it runs out. This file runs git, as the native store
+ * (host-native/src/store/git.rs) does. Every operation of one store object runs in one working clone (a private bare repository in a temp
  * directory), one at a time.
  */
 const fs = require('node:fs/promises');

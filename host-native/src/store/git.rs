@@ -11,6 +11,13 @@
 //! A ref deleted by a human while a run holds its lock is a deleted lock: the holder's next push is refused
 //! (the ref is no longer at the tip it expected), the fresh fetch shows an empty cell, the core answers
 //! `LOCK_LOST` and nothing is re-asserted or written; the next run starts the ref afresh.
+//!
+//! Every operation has a deadline: the store budget (`BATON_STORE_BUDGET_MS`) from when it was asked for,
+//! bounded by the caller's (a held lease's `store_deadline`), as the core's `store-deadline` decides. Each
+//! git process gets what is left and is killed with its process group when it runs out; the core then ends
+//! the operation (`git-retry`, outcome `timeout`: `STORE_CONTENDED`). Fetches are retried like pushes. The
+//! commit text and the fast-import stream (`git-commit`) and cat-file parsing (`git-cat-parse`) are the
+//! core's, as in the Node store.
 
 mod repo;
 
