@@ -106,6 +106,21 @@ export interface DetectOptions {
   overrides?: ContextOverrides;
   /** Where local git runs, when it must (default `process.cwd()`). */
   cwd?: string;
+  /**
+   * For work on a whole environment (listing its receipts): no branch is no error, and the context then
+   * has `scope` and `branch` null (an {@link EnvironmentContext}).
+   */
+  envOnly?: boolean;
+}
+
+/** The context of work on a whole environment when no branch is known (`detectContext({envOnly: true})`). */
+export interface EnvironmentContext {
+  env: string;
+  branch: null;
+  sha: string | null;
+  pr: number | null;
+  defaultBranch: string | null;
+  scope: null;
 }
 
 /** A lock record (`lock.json`). Fields baton does not know are kept. */
@@ -213,9 +228,16 @@ export interface TransactionalStore {
   /**
    * One atomic transaction on the cell: calls core operation `op` with `request` plus `cell` and `nowMs`
    * (the wall clock, read inside the transaction), commits the answer's changes, and resolves with the
-   * core's answer. Rejects with the core's refusal or the store's failure, as a BatonError.
+   * core's answer. Rejects with the core's refusal or the store's failure, as a BatonError. A lease passes
+   * `opts.deadline` (monotonic ms, `performance.now()`): the store must have given up by then (the git store
+   * kills what still runs and rejects with STORE_CONTENDED); a store without time limits may ignore it.
    */
-  transact(cell: CellRef, op: CellOperation, request: Record<string, unknown>): Promise<Record<string, any>>;
+  transact(
+    cell: CellRef,
+    op: CellOperation,
+    request: Record<string, unknown>,
+    opts?: { deadline?: number },
+  ): Promise<Record<string, any>>;
 }
 
 /** A scope of an environment as `list` gives it: its name and the text of its `latest.json` (or null). */
@@ -296,7 +318,11 @@ export interface GitStore extends CellStore {
   readonly path: string;
   /** The ref prefix (BATON_GIT_PREFIX, default `baton-receipts`). */
   readonly prefix: string;
-  /** The retry budget of one operation in milliseconds (BATON_STORE_BUDGET_MS, default 60 000). */
+  /**
+   * The time limit of one operation in milliseconds, retries included (BATON_STORE_BUDGET_MS, default
+   * 60 000): each git process gets what is left and is killed with its process group when it runs out; the
+   * operation then rejects with STORE_CONTENDED (`details.timedOut`).
+   */
   readonly budgetMs: number;
   /** The working clone's directory: null before the first operation and after `close()`. */
   readonly workdir: string | null;
@@ -318,6 +344,7 @@ export interface StoreOptions {
 export declare function scopeFor(branch: string, pr?: number | null, defaultBranch?: string | null): string;
 
 /** Detects the run's context from overrides, CI variables, the GitHub event, and git only when needed. */
+export declare function detectContext(opts: DetectOptions & { envOnly: true }): Context | EnvironmentContext;
 export declare function detectContext(opts?: DetectOptions): Context;
 
 /**

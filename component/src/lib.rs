@@ -76,6 +76,9 @@ impl GuestLease for Lease {
     fn is_finished(&self) -> bool {
         self.0.borrow().is_finished()
     }
+    fn store_deadline(&self, now_ms: u64) -> u64 {
+        self.0.borrow().store_deadline(now_ms)
+    }
 }
 
 /// The `run` resource: a core run machine behind a `RefCell`.
@@ -126,6 +129,9 @@ impl GuestRun for Run {
     }
     fn is_finished(&self) -> bool {
         self.0.borrow().is_finished()
+    }
+    fn store_deadline(&self, now_ms: u64) -> u64 {
+        self.0.borrow().store_deadline(now_ms)
     }
 }
 
@@ -254,6 +260,21 @@ impl Guest for Component {
     }
     fn mutex_verdict(request: String) -> Result<String, Error> {
         call("mutex-verdict", request)
+    }
+    fn store_deadline(request: String) -> Result<String, Error> {
+        call("store-deadline", request)
+    }
+    fn git_clone_name(request: String) -> Result<String, Error> {
+        call("git-clone-name", request)
+    }
+    fn git_stale_clones(request: String) -> Result<String, Error> {
+        call("git-stale-clones", request)
+    }
+    fn git_commit(request: String) -> Result<String, Error> {
+        call("git-commit", request)
+    }
+    fn git_cat_parse(request: String) -> Result<String, Error> {
+        call("git-cat-parse", request)
     }
 }
 

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 38] = [
+pub const OPS: [&str; 43] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -57,6 +57,11 @@ pub const OPS: [&str; 38] = [
     "git-env",
     "mutex-content",
     "mutex-verdict",
+    "store-deadline",
+    "git-clone-name",
+    "git-stale-clones",
+    "git-commit",
+    "git-cat-parse",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -162,6 +167,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         }),
         "git-retry" => run(op, input, |r: RetryRequest| {
             crate::gitstore::retry(
+                r.read,
                 &r.what,
                 &r.reference,
                 &r.remote,
@@ -199,6 +205,32 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         }
         "mutex-content" => run(op, input, |r: crate::mutex::ContentRequest| crate::mutex::content(&r)),
         "mutex-verdict" => run(op, input, |r: crate::mutex::VerdictRequest| crate::mutex::verdict(&r)),
+        "store-deadline" => run(op, input, |r: StoreDeadlineRequest| {
+            let remaining = crate::gitstore::remaining(r.now_ms, r.started_ms, r.budget_ms, r.deadline_ms);
+            Ok(json!({ "remainingMs": remaining }))
+        }),
+        "git-clone-name" => run(op, input, |r: CloneNameRequest| {
+            let name = crate::gitclone::clone_name(&r.remote, &r.host, r.pid, r.start.as_deref(), &r.random);
+            Ok(json!({ "name": name }))
+        }),
+        "git-commit" => run(op, input, |r: GitCommitRequest| {
+            let seed: Vec<(String, String)> = r.seed.into_iter().map(|f| (f.path, f.text)).collect();
+            crate::gitstream::commit(
+                &r.env,
+                &r.scope,
+                &r.dir,
+                r.tip.as_deref(),
+                &r.changes,
+                r.old_lock.as_deref(),
+                &seed,
+            )
+        }),
+        "git-cat-parse" => run(op, input, |r: CatParseRequest| {
+            Ok(json!({ "objects": crate::gitstream::parse_batch(&r.output, r.count)? }))
+        }),
+        "git-stale-clones" => {
+            run(op, input, |r: StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, &r.host, r.processes.as_ref())))
+        }
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }
@@ -461,11 +493,14 @@ struct PushOutcomeRequest {
     stderr: String,
 }
 
-/// `git-retry`: `{what, ref, remote, outcome, detail, attempts, rejections, elapsedMs, budgetMs, random}` ->
-/// `{retry, delayMs}`, or `STORE_CONTENDED` / `STORE_REJECTED` / `STORE_PERMISSION` / `INTERNAL`.
+/// `git-retry`: `{read?, what, ref, remote, outcome, detail, attempts, rejections, elapsedMs, budgetMs, random}`
+/// -> `{retry, delayMs}` (`outcome` may also be `timeout`: git was killed at the deadline), or `STORE_CONTENDED` / `STORE_REJECTED` / `STORE_PERMISSION` / `INTERNAL`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RetryRequest {
+    /// A fetch or ls-remote rather than a push (default false).
+    #[serde(default)]
+    read: bool,
     what: String,
     #[serde(rename = "ref")]
     reference: String,
@@ -479,6 +514,75 @@ struct RetryRequest {
     elapsed_ms: u64,
     budget_ms: u64,
     random: f64,
+}
+
+/// `store-deadline`: `{nowMs, startedMs, budgetMs, deadlineMs?}` -> `{remainingMs}`: how long the next git
+/// process of an operation started at `startedMs` may run (host monotonic ms; see `gitstore::remaining`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StoreDeadlineRequest {
+    now_ms: u64,
+    started_ms: u64,
+    budget_ms: u64,
+    #[serde(default)]
+    deadline_ms: Option<u64>,
+}
+
+/// `git-clone-name`: `{remote, host, pid, start?, random}` -> `{name}` (see `gitclone::clone_name`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CloneNameRequest {
+    remote: String,
+    host: String,
+    pid: u32,
+    #[serde(default)]
+    start: Option<String>,
+    random: String,
+}
+
+/// `git-stale-clones`: `{names, host, processes?}` -> `{pids, stale?}` (see `gitclone::stale`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StaleClonesRequest {
+    names: Vec<String>,
+    host: String,
+    #[serde(default)]
+    processes: Option<std::collections::BTreeMap<String, Option<String>>>,
+}
+
+/// `git-commit`: `{env, scope, dir, tip?, changes, oldLock?}` -> `{message, what, stream}`: the commit of a
+/// change set as a `git fast-import` stream (see `gitstream::commit`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GitCommitRequest {
+    env: String,
+    scope: String,
+    dir: String,
+    #[serde(default)]
+    tip: Option<String>,
+    changes: Vec<serde_json::Value>,
+    #[serde(default)]
+    old_lock: Option<String>,
+    /// Files a new cell ref starts with (the legacy branch's, see `gitstream::commit`).
+    #[serde(default)]
+    seed: Vec<SeedFile>,
+}
+
+/// A seed file of `git-commit`: its path in the ref's tree and its text.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SeedFile {
+    path: String,
+    text: String,
+}
+
+/// `git-cat-parse`: `{output, count}` -> `{objects: [text | null]}`: `git cat-file --batch` output as
+/// Latin-1 text, one entry per request (see `gitstream::parse_batch`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CatParseRequest {
+    output: String,
+    count: usize,
 }
 
 /// `git-readme`: `{parentObject}` -> `{text}`: the README committed at the root of each cell ref.

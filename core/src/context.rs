@@ -35,6 +35,11 @@ pub struct ContextInput {
     /// Facts from local git, once [`Detection::NeedsGit`] asked for them.
     #[serde(default)]
     pub git: Option<GitFacts>,
+    /// The command concerns a whole environment (`receipt list`, `gc`) and needs no scope: when no source
+    /// (local git included) knows the branch and no scope is named, the answer is
+    /// [`Detection::Environment`] instead of `CTX_NULL`.
+    #[serde(default)]
+    pub env_only: bool,
 }
 
 /// Explicit values. For `pr`: absent means "not given", `null` or `""` means "no pull request", and
@@ -102,6 +107,13 @@ pub enum Detection {
     Detected {
         /// The context.
         context: Context,
+    },
+    /// Only the environment is known (a request with `envOnly`, no branch from any source, no named scope).
+    /// Serialised like `Detected`, with `scope` and `branch` null.
+    #[serde(rename = "detected")]
+    Environment {
+        /// `{env, branch: null, sha, pr, defaultBranch, scope: null}`.
+        context: Value,
     },
     /// Call again with `git` facts. `askPr`: the pull request is still unknown and the branch will come
     /// from local git, so asking `gh pr view` is worth it.
@@ -255,6 +267,14 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
         if branch_from_git && acc.branch.is_some() {
             acc.pr(Some(git.pr.and_then(|n| u64::try_from(n).ok()).filter(|n| *n > 0)));
         }
+        if acc.branch.is_none() && input.env_only {
+            // A command on a whole environment needs no scope.
+            let env = acc.env.unwrap_or_else(|| DEFAULT_ENV.to_owned());
+            validate_name("env", &env)?;
+            let context = serde_json::json!({ "env": env, "branch": null, "sha": acc.sha, "pr": acc.pr.flatten(),
+                "defaultBranch": acc.default_branch, "scope": null });
+            return Ok(Detection::Environment { context });
+        }
         if acc.branch.is_none() {
             let why = git.error.as_deref().map(|e| format!(" (git: {})", e.trim())).unwrap_or_default();
             return Err(CoreError::new(
@@ -391,6 +411,17 @@ mod tests {
         let c = ctx(json!({"vars": {"BATON_SCOPE": "pr-1"}}));
         assert_eq!(c.scope, "pr-1");
         assert_eq!(run(json!({"overrides": {"scope": "a/b"}})).unwrap_err().code, ErrorCode::Usage);
+    }
+
+    #[test]
+    fn a_command_on_a_whole_environment_needs_no_branch() {
+        let input =
+            json!({"envOnly": true, "vars": {"BATON_ENV": "staging"}, "git": {"error": "not a git repository"}});
+        let Detection::Environment { context } = run(input).unwrap() else { panic!("environment only") };
+        assert_eq!((context["env"].as_str(), &context["scope"]), (Some("staging"), &Value::Null));
+        // With a branch it is a full context, as for any command.
+        let c = ctx(json!({"envOnly": true, "git": {"branch": "x", "sha": "abc"}}));
+        assert_eq!(c.scope, "branch-x");
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub enum ErrorCode {
     CtxNull,
     /// Invalid flags, arguments or configuration.
     Usage,
-    /// The store kept losing compare-and-swap races until the retry budget ran out.
+    /// The store kept losing compare-and-swap races, or did not answer, until the budget of the operation ran out.
     StoreContended,
     /// The store rejected the write: a git remote's hook or branch protection, or a dir store whose disk is
     /// full (the file being replaced keeps its previous content).

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 /// The default ref prefix (`refs/heads/<prefix>/<env>/<scope>`).
 pub const DEFAULT_PREFIX: &str = "baton-receipts";
-/// The default retry budget of one store operation.
+/// The default time limit of one store operation, retries included (`BATON_STORE_BUDGET_MS`).
 pub const DEFAULT_BUDGET_MS: u64 = 60_000;
 /// At most this many rejections (hooks, protected refs) before giving up.
 pub const MAX_REJECTIONS: u32 = 4;
@@ -36,6 +36,9 @@ pub enum PushOutcome {
     Rejected,
     /// Anything else.
     Other,
+    /// The host stopped the git process (and its process tree) when the operation's deadline
+    /// ([`op_deadline`]) passed: the remote did not answer in time. Never retried.
+    Timeout,
 }
 
 /// Classifies a push by its exit code and stderr (the original's `pushOutcome`). `detail` is the
@@ -94,6 +97,16 @@ pub fn classify_push(exit_code: i32, stderr: &str) -> (PushOutcome, String) {
     (outcome, detail.chars().take(300).collect())
 }
 
+/// How long the next git process of one store operation may run, in ms from `now_ms` (0: stop now): what is
+/// left of the operation's budget (`started_ms + budget_ms`), and never past `deadline_ms` when the caller
+/// has one (a held lease's own deadline, [`crate::lease::LeaseMachine::store_deadline`]). The host kills the
+/// process with its whole process tree when this runs out and reports [`PushOutcome::Timeout`].
+pub fn remaining(now_ms: u64, started_ms: u64, budget_ms: u64, deadline_ms: Option<u64>) -> u64 {
+    let end = started_ms.saturating_add(budget_ms);
+    let end = deadline_ms.map_or(end, |d| d.min(end));
+    end.saturating_sub(now_ms)
+}
+
 /// Removes credentials from anything that may be printed: `//user:token@host` becomes `//[REDACTED]@host`.
 pub fn redact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -115,8 +128,14 @@ pub fn redact(text: &str) -> String {
 /// `STORE_CONTENDED` (races) / `STORE_REJECTED` (rejections) / `STORE_PERMISSION` at once. Full-jitter
 /// backoff: `12.5 + random * min(2000, 25 * 2^min(attempts, 16))` ms, within `budget_ms` and at most
 /// [`MAX_REJECTIONS`] rejections. `random` is in `[0, 1)`, supplied by the host.
+///
+/// A `read` (a fetch or `ls-remote`) is retried like a push: a failure git does not explain (`Other`: a
+/// connection reset, an early EOF) is retried within the budget, a permission failure is not. A
+/// [`PushOutcome::Timeout`] (the host killed git at the deadline) ends the operation at once with
+/// `STORE_CONTENDED`: the budget is spent.
 #[allow(clippy::too_many_arguments)]
 pub fn retry(
+    read: bool,
     what: &str,
     reference: &str,
     remote: &str,
@@ -136,8 +155,38 @@ pub fn retry(
             .with("elapsedMs", elapsed_ms)
             .with("budgetMs", budget_ms)
     };
+    let verb = if read { "Fetch" } else { "Push" };
     match outcome {
         PushOutcome::Ok => return Ok(json!({ "retry": false, "delayMs": 0 })),
+        PushOutcome::Timeout if rejections > 0 => {
+            // The remote answered before, with a refusal: that is what the user must fix.
+            return Err(details(CoreError::new(
+                ErrorCode::StoreRejected,
+                format!(
+                    "Could not push {what} to {reference} at {remote}: the remote rejected the push ({}) {rejections} times, and the budget ran out while trying again (budget {budget_ms} ms, BATON_STORE_BUDGET_MS).",
+                    redact(detail)
+                ),
+            ))
+            .with("timedOut", true));
+        }
+        PushOutcome::Timeout => {
+            return Err(details(CoreError::new(
+                ErrorCode::StoreContended,
+                format!(
+                    "The store remote {remote} did not answer ({verb} of {what}, {reference}) within {elapsed_ms} ms: git was stopped at the operation's deadline (budget {budget_ms} ms, BATON_STORE_BUDGET_MS, and the lease's own deadline while a lock is held). Check that the remote is reachable and answering, then run again."
+                ),
+            ))
+            .with("timedOut", true));
+        }
+        PushOutcome::Permission if read => {
+            return Err(details(CoreError::new(
+                ErrorCode::StorePermission,
+                format!(
+                    "Cannot read the store remote {remote} ({what}, {reference}): it does not exist, is unreachable, or these credentials cannot read it. Grant them read and write access to the repository (in GitHub Actions: `permissions: {{ contents: write }}`). ({})",
+                    redact(detail)
+                ),
+            )));
+        }
         PushOutcome::Permission => {
             return Err(details(CoreError::new(
                 ErrorCode::StorePermission,
@@ -147,13 +196,13 @@ pub fn retry(
                 ),
             )));
         }
-        PushOutcome::Other => {
+        PushOutcome::Other if !read => {
             return Err(details(CoreError::internal(format!(
                 "git failed writing {what} to {reference} at {remote}: {}",
                 redact(detail)
             ))));
         }
-        PushOutcome::Race | PushOutcome::Rejected => {}
+        PushOutcome::Race | PushOutcome::Rejected | PushOutcome::Other => {}
     }
     let random = if random.is_finite() { random.clamp(0.0, 1.0) } else { 0.5 };
     let cap = (25.0 * f64::from(1u32 << attempts.min(16))).min(2000.0);
@@ -162,7 +211,15 @@ pub fn retry(
     if !give_up {
         return Ok(json!({ "retry": true, "delayMs": delay }));
     }
-    Err(details(if outcome == PushOutcome::Rejected {
+    Err(details(if read {
+        CoreError::new(
+            ErrorCode::StoreContended,
+            format!(
+                "Could not fetch {what} ({reference}) from {remote}: {attempts} attempts failed in {elapsed_ms} ms (budget {budget_ms} ms, BATON_STORE_BUDGET_MS). Last: {}",
+                redact(detail)
+            ),
+        )
+    } else if outcome == PushOutcome::Rejected {
         CoreError::new(
             ErrorCode::StoreRejected,
             format!(
@@ -229,19 +286,67 @@ mod tests {
 
     #[test]
     fn retries_with_full_jitter_within_the_budget() {
-        let r = retry("the lock", "refs/heads/b", "file:///r", PushOutcome::Race, "", 1, 0, 0, 60_000, 0.0).unwrap();
+        let r =
+            retry(false, "the lock", "refs/heads/b", "file:///r", PushOutcome::Race, "", 1, 0, 0, 60_000, 0.0).unwrap();
         assert_eq!(r["delayMs"], 13);
-        let r = retry("the lock", "refs/heads/b", "file:///r", PushOutcome::Race, "", 20, 0, 0, 60_000, 1.0).unwrap();
+        let r = retry(false, "the lock", "refs/heads/b", "file:///r", PushOutcome::Race, "", 20, 0, 0, 60_000, 1.0)
+            .unwrap();
         assert_eq!(r["delayMs"], 2013, "capped at 2 s");
-        let e = retry("the lock", "refs/heads/b", "https://u:p@h/r", PushOutcome::Race, "", 9, 0, 59_990, 60_000, 0.5)
-            .unwrap_err();
+        let e = retry(
+            false,
+            "the lock",
+            "refs/heads/b",
+            "https://u:p@h/r",
+            PushOutcome::Race,
+            "",
+            9,
+            0,
+            59_990,
+            60_000,
+            0.5,
+        )
+        .unwrap_err();
         assert_eq!(e.code, ErrorCode::StoreContended);
         assert_eq!(e.details["remote"], "https://[REDACTED]@h/r");
-        let e = retry("a receipt", "refs/heads/b", "r", PushOutcome::Rejected, "remote: no", 4, 4, 10, 60_000, 0.5)
-            .unwrap_err();
-        assert_eq!(e.code, ErrorCode::StoreRejected);
         let e =
-            retry("a receipt", "refs/heads/b", "r", PushOutcome::Permission, "403", 1, 0, 10, 60_000, 0.5).unwrap_err();
+            retry(false, "a receipt", "refs/heads/b", "r", PushOutcome::Rejected, "remote: no", 4, 4, 10, 60_000, 0.5)
+                .unwrap_err();
+        assert_eq!(e.code, ErrorCode::StoreRejected);
+        let e = retry(false, "a receipt", "refs/heads/b", "r", PushOutcome::Permission, "403", 1, 0, 10, 60_000, 0.5)
+            .unwrap_err();
         assert_eq!(e.code, ErrorCode::StorePermission);
+    }
+
+    #[test]
+    fn fetches_are_retried_and_timeouts_end_the_operation() {
+        let r = retry(true, "the cell", "refs/heads/b", "r", PushOutcome::Other, "early EOF", 1, 0, 5, 60_000, 0.0);
+        assert_eq!(r.unwrap()["retry"], true);
+        let e =
+            retry(true, "the cell", "refs/heads/b", "r", PushOutcome::Other, "early EOF", 9, 0, 59_999, 60_000, 0.5)
+                .unwrap_err();
+        assert_eq!(e.code, ErrorCode::StoreContended);
+        assert!(e.message.contains("Could not fetch"), "{}", e.message);
+        let e = retry(true, "the cell", "refs/heads/b", "r", PushOutcome::Permission, "403", 1, 0, 5, 60_000, 0.5)
+            .unwrap_err();
+        assert_eq!(e.code, ErrorCode::StorePermission);
+        let e =
+            retry(false, "the lock", "refs/heads/b", "git://u:p@h/x", PushOutcome::Timeout, "", 1, 0, 5000, 5000, 0.5)
+                .unwrap_err();
+        assert_eq!((e.code, &e.details["timedOut"]), (ErrorCode::StoreContended, &json!(true)));
+        assert!(e.message.contains("git://[REDACTED]@h/x") && !e.message.contains("u:p"), "{}", e.message);
+        // After rejections, running out of time is still the remote's refusal.
+        let e =
+            retry(false, "a receipt", "refs/heads/b", "r", PushOutcome::Timeout, "remote: no", 3, 2, 3000, 3000, 0.5)
+                .unwrap_err();
+        assert_eq!(e.code, ErrorCode::StoreRejected);
+        assert!(e.message.contains("remote: no"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_deadline_is_the_budget_bounded_by_the_lease() {
+        assert_eq!(remaining(1_000, 0, 5_000, None), 4_000);
+        assert_eq!(remaining(1_000, 0, 5_000, Some(2_500)), 1_500);
+        assert_eq!(remaining(6_000, 0, 5_000, None), 0);
+        assert_eq!(remaining(3_000, 0, 5_000, Some(2_000)), 0);
     }
 }

@@ -7,6 +7,13 @@ use crate::error::CoreError;
 /// The original rule, in order: `pr-<n>` whenever a PR number is known (even on `main`); `main` for
 /// `main`, `master` or the repository's default branch; otherwise `branch-` plus the branch name with every
 /// run of characters outside `[A-Za-z0-9._-]` replaced by one `-` (case kept, nothing trimmed).
+///
+/// baton's addition, for branch names too long for that (the result would fail [`validate_name`]: over
+/// 193 characters, or over 120 once a `..` or a trailing `.lock` makes the stores hex-encode it): the scope
+/// is `branch-` plus the first [`LONG_PREFIX`] characters of the safe name, `-`, and the first 16 hex digits
+/// of the SHA-256 of the whole branch name ([`long_scope`]). Such a scope is valid on every store (at most
+/// 120 characters, so even hex-encoded it fits a file name and a ref component) and different for every
+/// long branch; every name the original rule made valid keeps the scope it had.
 pub fn scope_for(branch: &str, pr: Option<u64>, default_branch: Option<&str>) -> String {
     if let Some(n) = pr {
         return format!("pr-{n}");
@@ -14,7 +21,21 @@ pub fn scope_for(branch: &str, pr: Option<u64>, default_branch: Option<&str>) ->
     if branch == "main" || branch == "master" || default_branch.is_some_and(|d| d == branch) {
         return "main".to_owned();
     }
-    format!("branch-{}", safe_segment(branch))
+    let scope = format!("branch-{}", safe_segment(branch));
+    if validate_name("scope", &scope).is_ok() { scope } else { long_scope(branch) }
+}
+
+/// How many characters of a long branch's safe name its scope keeps (see [`scope_for`]).
+pub const LONG_PREFIX: usize = 96;
+
+/// The scope of a branch whose `branch-<safe name>` is not a valid name: `branch-<first 96 characters of
+/// the safe name>-<16 hex of sha256(branch)>`.
+pub fn long_scope(branch: &str) -> String {
+    let safe = safe_segment(branch);
+    // The safe name is ASCII: characters are bytes.
+    let readable = &safe[..safe.len().min(LONG_PREFIX)];
+    let hash = crate::sha256::hex(branch.as_bytes());
+    format!("branch-{readable}-{}", &hash[..16])
 }
 
 /// Replaces every run of characters outside `[A-Za-z0-9._-]` with one `-`.
@@ -98,6 +119,27 @@ mod tests {
         assert_eq!(scope_for("feat//x", None, None), "branch-feat-x");
         assert_eq!(scope_for("é", None, None), "branch--");
         assert_eq!(scope_for("Feature", None, None), "branch-Feature");
+    }
+
+    #[test]
+    fn long_branches_get_a_readable_prefix_and_a_hash() {
+        // The longest branch the original rule keeps: 193 characters.
+        let kept = "b".repeat(193);
+        assert_eq!(scope_for(&kept, None, None), format!("branch-{kept}"));
+        let long = format!("feature/{}", "x".repeat(292));
+        let scope = scope_for(&long, None, None);
+        assert!(scope.starts_with("branch-feature-xxx"), "{scope}");
+        assert_eq!(scope.len(), 7 + LONG_PREFIX + 1 + 16);
+        assert!(validate_name("scope", &scope).is_ok());
+        // Distinct even when the readable part is the same; stable.
+        let other = format!("feature/{}y", "x".repeat(291));
+        assert_ne!(scope_for(&other, None, None), scope);
+        assert_eq!(scope_for(&long, None, None), scope);
+        // A `..` makes the stores hex-encode a name: the long rule starts at 121 characters then.
+        let dots = format!("a..{}", "c".repeat(150));
+        let scope = scope_for(&dots, None, None);
+        assert!(scope.starts_with("branch-a..ccc") && validate_name("scope", &scope).is_ok(), "{scope}");
+        assert_eq!(scope_for("a..b", None, None), "branch-a..b");
     }
 
     #[test]

@@ -26,6 +26,8 @@ struct Job {
     env: String,
     scope: String,
     read: bool,
+    /// When the store must have given up (the machine's `deadlineMs`): what still runs then is killed.
+    deadline: Option<Instant>,
 }
 
 /// The run's verdict as the machine decided it.
@@ -47,7 +49,12 @@ pub async fn drive(
     config: &Value,
     work: Option<Work>,
 ) -> (CoreComponent, Verdict) {
-    let run = match core.run_create(config) {
+    // The store's budget bounds every store request of the run (`storeBudgetMs`).
+    let mut config = config.clone();
+    if let Some(budget) = store.budget_ms() {
+        config["storeBudgetMs"] = budget.into();
+    }
+    let run = match core.run_create(&config) {
         Ok(run) => run,
         Err(e) => return (core, Verdict { exit: 0, error: Some(e), fields: Map::new() }),
     };
@@ -149,6 +156,9 @@ impl Loop {
                         env: field("env", env),
                         scope: field("scope", scope),
                         read: kind == "read",
+                        deadline: action["deadlineMs"]
+                            .as_u64()
+                            .map(|at| self.started + std::time::Duration::from_millis(at)),
                     };
                     let jobs = self.jobs.as_ref().ok_or_else(|| HostError::internal("the store worker stopped"))?;
                     jobs.send(job).map_err(|_| HostError::internal("the store worker stopped"))?;
@@ -222,7 +232,7 @@ fn transact(core: &mut CoreComponent, store: &Store, job: &Job) -> Value {
     let result = if job.read {
         store.read(core, &job.env, &job.scope, f)
     } else {
-        store.transact(core, &job.env, &job.scope, f)
+        store.transact_until(core, &job.env, &job.scope, job.deadline, f)
     };
     match result {
         Ok(answer) => json!({ "ok": answer }),

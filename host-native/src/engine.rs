@@ -132,6 +132,11 @@ impl CoreComponent {
             "git-env" => d.call_git_env(s, &req),
             "mutex-content" => d.call_mutex_content(s, &req),
             "mutex-verdict" => d.call_mutex_verdict(s, &req),
+            "store-deadline" => d.call_store_deadline(s, &req),
+            "git-clone-name" => d.call_git_clone_name(s, &req),
+            "git-stale-clones" => d.call_git_stale_clones(s, &req),
+            "git-commit" => d.call_git_commit(s, &req),
+            "git-cat-parse" => d.call_git_cat_parse(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }
@@ -220,6 +225,11 @@ impl CoreComponent {
     /// The epoch to fence writes with, while the lease is safely held at `now`.
     pub fn lease_fencing_token(&mut self, l: &LeaseRef, now: u64) -> Result<Option<u64>, HostError> {
         self.core.baton_core_decisions().lease().call_fencing_token(&mut self.store, l.0, now).map_err(wasm_error)
+    }
+
+    /// The latest instant a store operation started at `now` may run until (the machine's `store_deadline`).
+    pub fn lease_store_deadline(&mut self, l: &LeaseRef, now: u64) -> Result<u64, HostError> {
+        self.core.baton_core_decisions().lease().call_store_deadline(&mut self.store, l.0, now).map_err(wasm_error)
     }
 
     /// Whether the lease is over.

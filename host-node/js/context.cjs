@@ -41,13 +41,15 @@ function readEvent(vars, cwd) {
  * Detects the context of this run (env, branch, sha, pr, defaultBranch, scope). Call it once at the start
  * of a CI step; pass `overrides` for values given explicitly (they beat every variable). Local git (and
  * `gh`) are asked only when the variables leave the branch or commit unknown. Throws BatonError `CTX_NULL`
- * when no branch can be found and `USAGE` for a bad override.
- * @param {{env?: Record<string, string | undefined>, overrides?: object, cwd?: string}} [opts]
+ * when no branch can be found and `USAGE` for a bad override. With `envOnly` (for work on a whole
+ * environment, like listing its receipts) a missing branch is no error: the context has `scope` and
+ * `branch` null.
+ * @param {{env?: Record<string, string | undefined>, overrides?: object, cwd?: string, envOnly?: boolean}} [opts]
  */
 function detectContext(opts = {}) {
   const cwd = opts.cwd ?? process.cwd();
   const vars = stringVars(opts.env ?? process.env);
-  const request = { overrides: { ...(opts.overrides ?? {}) }, vars };
+  const request = { overrides: { ...(opts.overrides ?? {}) }, vars, envOnly: opts.envOnly === true };
   // `pr: undefined` is "not given", which JSON.stringify already expresses by dropping the key.
   const event = readEvent(vars, cwd);
   if (event !== undefined) request.event = event;

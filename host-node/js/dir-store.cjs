@@ -292,9 +292,9 @@ class DirStore extends CellStore {
 /**
  * Opens the store named by `spec` (`dir:<path>` or `git:<remote>`), else by BATON_STORE, else `.baton/` at
  * the git root of `cwd` (or in `cwd` outside a repository). Git is asked only when no store is named. A git
- * store takes its ref prefix from BATON_GIT_PREFIX and its retry budget from BATON_STORE_BUDGET_MS; a dir store
- * waits for a cell mutex `opts.mutexWaitMs`, else BATON_MUTEX_WAIT_MS (the core judges all three). Throws
- * USAGE for an unknown store or a variable that does not parse.
+ * store takes its ref prefix from BATON_GIT_PREFIX and its time limit per operation from BATON_STORE_BUDGET_MS; a
+ * dir store waits for a cell mutex `opts.mutexWaitMs`, else BATON_MUTEX_WAIT_MS (the core judges all three).
+ * Throws USAGE for an unknown store or a variable that does not parse.
  * @param {string} [spec]
  * @param {{cwd?: string, mutexWaitMs?: number}} [opts]
  */

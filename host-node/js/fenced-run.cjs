@@ -15,6 +15,7 @@ const open = Symbol('open');
 const stop = Symbol('stop');
 const warn = Symbol('warn');
 const stopped = Symbol('stopped');
+const deadline = Symbol('deadline');
 
 class FencedRun {
   #store;
@@ -69,6 +70,11 @@ class FencedRun {
     return undefined;
   }
 
+  /** When a store operation started now must have ended (monotonic ms; the subclass's, from the core). */
+  [deadline]() {
+    return undefined;
+  }
+
   /** Throws USAGE when the run is not open for `what` (the subclass's). */
   [open](_what) {}
 
@@ -99,7 +105,7 @@ class FencedRun {
     const epoch = this.assertHeld();
     let answer;
     try {
-      answer = await this.#store.transact({ env: this.env, scope: this.scope }, op, { ...request, holder: this.holder, epoch });
+      answer = await this.#store.transact({ env: this.env, scope: this.scope }, op, { ...request, holder: this.holder, epoch }, { deadline: this[deadline]() });
     } catch (e) {
       const error = asBatonError(e, 'the store failed');
       if (error.code === 'LOCK_LOST') this[stop](error);
@@ -153,4 +159,4 @@ class FencedRun {
   }
 }
 
-module.exports = { FencedRun, held, open, stop, warn, stopped };
+module.exports = { FencedRun, held, open, stop, warn, stopped, deadline };

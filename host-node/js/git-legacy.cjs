@@ -6,7 +6,8 @@
  * respected, a receipt found only there is read), and the first commit of the cell's own ref is seeded with
  * them. The branch itself is never written. The same as host-native/src/store/git/legacy.rs.
  */
-const { git, parseBatch } = require('./git-run.cjs');
+const { git } = require('./git-run.cjs');
+const { call } = require('./core.cjs');
 
 /** The ref prefix the original tool uses; only a store with this prefix reads the legacy branch. */
 const SHARED_PREFIX = 'sponson-receipts';
@@ -15,7 +16,6 @@ const BRANCH = 'refs/heads/sponson/receipts';
 /** Where the clone keeps its last fetch of it. */
 const LOCAL = 'refs/baton-legacy';
 /** The root commit message suffix of a cell ref started from the legacy branch. */
-const FROM = ' (from sponson/receipts)';
 
 /**
  * Fetches the legacy branch into the clone: true when it exists, false when the remote has none; the failed
@@ -36,8 +36,9 @@ async function legacyFiles(clone, dir) {
   if (paths.length === 0) return [];
   const b = await git(clone, ['cat-file', '--batch'], { input: `${paths.map((p) => `${LOCAL}:${p}`).join('\n')}\n` });
   if (b.code !== 0) throw new Error(`git cat-file failed: ${b.stderr}`);
-  const entries = parseBatch(b.stdout, paths.length);
-  return paths.flatMap((p, i) => (entries[i] !== null && entries[i].type === 'blob' ? [[p, entries[i].content.toString('utf8')]] : []));
+  // Parsed by the core (`git-cat-parse`, as the native store); Latin-1: one character per byte.
+  const { objects } = call('git-cat-parse', { output: b.stdout.toString('latin1'), count: paths.length });
+  return paths.flatMap((p, i) => (typeof objects[i] === 'string' ? [[p, objects[i]]] : []));
 }
 
 /** The scope directories of `envDir/` on the fetched branch. */
@@ -47,4 +48,4 @@ async function legacyScopeDirs(clone, envDir) {
   return r.stdout.toString('utf8').split('\0').filter((p) => p !== '');
 }
 
-module.exports = { SHARED_PREFIX, BRANCH, LOCAL, FROM, fetchLegacy, legacyFiles, legacyScopeDirs };
+module.exports = { SHARED_PREFIX, BRANCH, LOCAL, fetchLegacy, legacyFiles, legacyScopeDirs };

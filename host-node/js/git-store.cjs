@@ -14,16 +14,19 @@
  * deleted while a run holds its lock is a deleted lock: the holder's next push is refused, the fresh fetch
  * shows an empty cell, and the core answers LOCK_LOST.
  *
- * The core decides the ref names, what a push failure means, whether and when to retry, the README, and
- * what may be printed (`redact`); this file runs git, as the native store (host-native/src/store/git.rs)
- * does. Every operation of one store object runs in one working clone (a private bare repository in a temp
+ * The core decides the ref names, what a push failure means, whether and when to retry (fetches too),
+ * each operation's deadline (`store-deadline`: the budget, bounded by a held lease's), the commit text and
+ * fast-import stream (`git-commit`), cat-file parsing (`git-cat-parse`), which working clones of gone
+ * processes to remove, and what may be printed (`redact`); each git process gets what is left of the
+ * deadline and is killed with its process group when it runs out. This file runs git, as the native store
+ * (host-native/src/store/git.rs) does. Every operation of one store object runs in one working clone (a private bare repository in a temp
  * directory), one at a time.
  */
 const fs = require('node:fs/promises');
 const { rmSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { createHash } = require('node:crypto');
+const { randomBytes } = require('node:crypto');
 const { execFile } = require('node:child_process');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { BatonError } = require('./errors.cjs');
@@ -31,8 +34,39 @@ const { call, hostError } = require('./core.cjs');
 const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 const faults = require('./faults.cjs');
-const { git, parseBatch } = require('./git-run.cjs');
+const { git } = require('./git-run.cjs');
 const legacy = require('./git-legacy.cjs');
+const { startTime, ownStart } = require('./process.cjs');
+
+/**
+ * The blob texts of `git cat-file --batch` output for `count` requests (null for a missing one), parsed by
+ * the core (`git-cat-parse`, as the native store). Latin-1: one character per byte, so any bytes cross JSON.
+ */
+const catParse = (stdout, count) => call('git-cat-parse', { output: stdout.toString('latin1'), count }).objects;
+
+/** The host's monotonic clock in whole ms (the lease machine's clock: deadlines compare with it). */
+const monotonicNow = () => Math.floor(performance.now());
+
+/**
+ * Removes the clones in the temp dir whose process no longer exists (the core's `git-stale-clones`: this
+ * host's clones only, pid and start time, a zombie counts as gone). Clones of live processes, and directories the core does not
+ * recognise as clones, stay. Best effort.
+ */
+async function sweepClones() {
+  let names;
+  try {
+    names = (await fs.readdir(os.tmpdir())).filter((n) => n.startsWith('baton-git-'));
+  } catch {
+    return;
+  }
+  if (names.length === 0) return;
+  const host = os.hostname();
+  const { pids } = call('git-stale-clones', { names, host });
+  const processes = {};
+  for (const pid of pids) processes[String(pid)] = startTime(pid);
+  const { stale } = call('git-stale-clones', { names, host, processes });
+  for (const name of stale) await fs.rm(path.join(os.tmpdir(), name), { recursive: true, force: true }).catch(() => {});
+}
 
 const LATEST = 'latest.json';
 
@@ -90,41 +124,6 @@ function track(dir) {
 }
 
 /**
- * The commit message of a change set and what it is, for the core's retry messages (as the native store):
- * `receipt <env>/<scope> <runId> (<status>)`, `unlock <env>/<scope> <holder>`, `renew ...`,
- * `lock <env>/<scope> <holder> (epoch <n>)`, else `update <env>/<scope>`.
- * @param {string} env @param {string} scope @param {object[]} changes @param {string | undefined} oldLock
- */
-function describe(env, scope, changes, oldLock) {
-  const parse = (text) => {
-    try {
-      const v = JSON.parse(text);
-      return v !== null && typeof v === 'object' ? v : {};
-    } catch {
-      return {};
-    }
-  };
-  const str = (v) => (typeof v === 'string' ? v : '?');
-  const cell = `${env}/${scope}`;
-  const latest = changes.find((c) => c.file === LATEST && c.op === 'write');
-  if (latest) {
-    const r = parse(latest.content);
-    return { message: `receipt ${cell} ${str(r.runId)} (${str(r.status)})`, what: 'a receipt' };
-  }
-  const old = parse(oldLock);
-  const lock = changes.find((c) => c.file === 'lock.json');
-  if (lock?.op === 'delete') return { message: `unlock ${cell} ${str(old.holder)}`, what: 'the unlock' };
-  if (lock) {
-    const now = parse(lock.content);
-    if (old.holder === now.holder && JSON.stringify(old.epoch) === JSON.stringify(now.epoch)) {
-      return { message: `renew ${cell} ${str(now.holder)}`, what: 'the renewal' };
-    }
-    return { message: `lock ${cell} ${str(now.holder)} (epoch ${JSON.stringify(now.epoch ?? null)})`, what: 'the lock' };
-  }
-  return { message: `update ${cell}`, what: 'the change' };
-}
-
-/**
  * The `http.<url>.extraheader` settings of the repository at `cwd`, as git config text for the working
  * clone (empty when there are none, or no repository).
  */
@@ -152,13 +151,6 @@ function inheritedAuthConfig(cwd) {
   });
 }
 
-/** Refuses a change the core should never ask for (outside the cell). */
-function checkChange(change) {
-  if (typeof change.file !== 'string' || !/^[^/\\.][^/\\]*$/.test(change.file) || !['write', 'delete'].includes(change.op)) {
-    throw new Error(`the core asked for a change outside the cell: ${JSON.stringify(change)}`);
-  }
-}
-
 /**
  * A git store. Obtain one with `openStore('git:<remote>')`; the interface is the dir store's (`transact`,
  * `read`, `list`, the lock methods), plus `close()`, which removes the working clone.
@@ -175,6 +167,8 @@ class GitStore extends CellStore {
   #cellFiles = null;
   /** The last known tip of each cell ref (null: known absent); a ref not in it is fetched first. */
   #tips = new Map();
+  /** The operation in progress: when it was asked for and when its git processes must have finished. */
+  #op = { started: 0, end: Infinity };
 
   /**
    * @param {{remote: string, prefix: string, budgetMs: number, label: string}} spec the core's `store-spec`
@@ -188,7 +182,7 @@ class GitStore extends CellStore {
     this.path = spec.label;
     /** The ref prefix (`refs/heads/<prefix>/<env>/<scope>`; BATON_GIT_PREFIX). */
     this.prefix = spec.prefix;
-    /** The retry budget of one operation, in milliseconds (BATON_STORE_BUDGET_MS). */
+    /** The time limit of one operation, retries included, in milliseconds (BATON_STORE_BUDGET_MS). */
     this.budgetMs = spec.budgetMs;
     this.#remote = spec.remote;
     this.#cwd = cwd;
@@ -199,9 +193,23 @@ class GitStore extends CellStore {
     return this.#clone;
   }
 
-  /** Runs `fn` after every operation queued before it; errors leave the store usable and name no secret. */
-  #exclusive(fn) {
-    const run = this.#tail.then(() => fn());
+  /**
+   * Runs `fn` after every operation queued before it; errors leave the store usable and name no secret.
+   * The operation ends by the budget from now (waiting in the queue counts), and by `deadline` (monotonic
+   * ms, a held lease's) when given: the core's `store-deadline`.
+   */
+  #exclusive(fn, deadline) {
+    const asked = monotonicNow();
+    const run = this.#tail.then(() => {
+      const { remainingMs } = call('store-deadline', {
+        nowMs: asked,
+        startedMs: asked,
+        budgetMs: this.budgetMs,
+        deadlineMs: typeof deadline === 'number' && Number.isFinite(deadline) ? Math.max(0, Math.floor(deadline)) : null,
+      });
+      this.#op = { started: asked, end: asked + remainingMs };
+      return fn();
+    });
     this.#tail = run.catch(() => {});
     return run.catch((e) => {
       throw scrub(e);
@@ -216,16 +224,35 @@ class GitStore extends CellStore {
   async #workdir() {
     if (this.#clone !== null) return this.#clone;
     if (this.#remote.startsWith('-')) throw hostError('USAGE', 'a git store remote cannot start with `-`');
-    const hash = createHash('sha256').update(this.#remote).digest('hex').slice(0, 12);
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), `baton-git-${hash}-`));
+    await sweepClones();
+    let dir;
+    for (let tries = 0; ; tries += 1) {
+      const { name } = call('git-clone-name', {
+        remote: this.#remote,
+        host: os.hostname(),
+        pid: process.pid,
+        start: ownStart(),
+        random: randomBytes(4).toString('hex'),
+      });
+      dir = path.join(os.tmpdir(), name);
+      try {
+        await fs.mkdir(dir, { mode: 0o700 });
+        break;
+      } catch (e) {
+        if (e && e.code === 'EEXIST' && tries < 16) continue;
+        throw hostError('INTERNAL', `cannot create a working clone in ${os.tmpdir()}: ${e && e.message}`);
+      }
+    }
     track(dir);
     try {
       await fs.chmod(dir, 0o700);
-      let r = await git(dir, ['init', '-q', '--bare', '.']);
+      let r = await this.#git(dir, ['init', '-q', '--bare', '.']);
+      if (r.timedOut) throw this.#timedOut(false, 'the working clone', '');
       if (r.code !== 0) throw hostError('INTERNAL', `git init failed: ${lastLine(r.stderr)}`);
       const extra = await inheritedAuthConfig(this.#cwd);
       if (extra !== '') await fs.appendFile(path.join(dir, 'config'), `\n${extra}`);
-      r = await git(dir, ['remote', 'add', 'origin', this.#remote]);
+      r = await this.#git(dir, ['remote', 'add', 'origin', this.#remote]);
+      if (r.timedOut) throw this.#timedOut(false, 'the working clone', '');
       if (r.code !== 0) throw hostError('INTERNAL', `git remote add failed: ${lastLine(r.stderr)}`);
     } catch (e) {
       liveClones.delete(dir);
@@ -236,38 +263,70 @@ class GitStore extends CellStore {
     return dir;
   }
 
-  /**
-   * The error of a fetch or ls-remote that failed (as the native store): STORE_PERMISSION when the core
-   * classifies git's words as a permission problem, INTERNAL otherwise.
-   */
-  #readError(result, what) {
-    const { outcome, detail } = call('git-push-outcome', { exitCode: Math.max(result.code, 1), stderr: result.stderr });
-    const details = { ref: what, remote: this.path };
-    if (outcome === 'permission') {
-      return hostError(
-        'STORE_PERMISSION',
-        `Cannot read the store remote ${this.path} (${what}): it does not exist, is unreachable, or these credentials cannot read it. Grant them read and write access to the repository (in GitHub Actions: \`permissions: { contents: write }\`). (${redact(detail)})`,
-        details,
-      );
+  /** Runs git in `clone` with what is left of the operation's deadline. */
+  #git(clone, args, opts = {}) {
+    const left = this.#op.end - monotonicNow();
+    return git(clone, args, Number.isFinite(left) ? { ...opts, timeoutMs: left } : opts);
+  }
+
+  /** The STORE_CONTENDED of git killed at the operation's deadline (the core's `git-retry`, `timeout`). */
+  #timedOut(read, what, ref) {
+    try {
+      call('git-retry', { read, what, ref, remote: this.#remote, outcome: 'timeout', attempts: 1, ...this.#clock(), random: 0.5 });
+    } catch (e) {
+      return e;
     }
-    return hostError('INTERNAL', `git could not read ${what} from ${this.path}: ${redact(detail)}`, details);
+    return hostError('INTERNAL', 'git-retry did not refuse a timeout');
+  }
+
+  /** `{elapsedMs, budgetMs}` of the operation in progress, as the core's retry decisions see them. */
+  #clock() {
+    const now = monotonicNow();
+    const budgetMs = Number.isFinite(this.#op.end) ? this.#op.end - this.#op.started : this.budgetMs;
+    return { elapsedMs: Math.max(0, now - this.#op.started), budgetMs: Math.max(0, budgetMs) };
+  }
+
+  /**
+   * After a failed fetch or ls-remote (attempt `attempts`): waits and resolves when the core says to try
+   * again within the budget; throws its error otherwise (STORE_PERMISSION, STORE_CONTENDED), as the native
+   * store does.
+   */
+  async #readFailed(result, what, ref, attempts) {
+    if (result.timedOut) throw this.#timedOut(true, what, ref);
+    const { outcome, detail } = call('git-push-outcome', { exitCode: Math.max(result.code, 1), stderr: result.stderr });
+    const { delayMs } = call('git-retry', { read: true, what, ref, remote: this.#remote, outcome, detail, attempts, ...this.#clock(), random: Math.random() });
+    await sleep(delayMs);
   }
 
   /** Fetches the cell's ref: its tip, or null when the remote has no such ref. Remembers the tip. */
   async #fetch(clone, ref) {
-    const r = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ref]);
     let tip;
-    if (r.code === 0) {
-      const head = await fs.readFile(path.join(clone, 'FETCH_HEAD'), 'utf8').catch(() => '');
-      tip = head.split(/\s/)[0];
-      if (!/^[0-9a-f]{40,64}$/.test(tip)) throw hostError('INTERNAL', 'git fetch left no FETCH_HEAD');
-    } else if (r.stderr.includes("couldn't find remote ref")) {
-      tip = null;
-    } else {
-      throw this.#readError(r, ref);
+    for (let attempts = 1; ; attempts += 1) {
+      const r = await this.#git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ref]);
+      if (r.code === 0 && !r.timedOut) {
+        const head = await fs.readFile(path.join(clone, 'FETCH_HEAD'), 'utf8').catch(() => '');
+        tip = head.split(/\s/)[0];
+        if (!/^[0-9a-f]{40,64}$/.test(tip)) throw hostError('INTERNAL', 'git fetch left no FETCH_HEAD');
+        break;
+      }
+      if (!r.timedOut && r.stderr.includes("couldn't find remote ref")) {
+        tip = null;
+        break;
+      }
+      // A failed fetch is retried within the budget, like a push (the core's `git-retry`).
+      await this.#readFailed(r, 'the cell', ref, attempts);
     }
     this.#tips.set(ref, tip);
     return tip;
+  }
+
+  /** Fetches the legacy branch (retried within the budget like every read): whether the remote has it. */
+  async #fetchLegacy(clone) {
+    for (let attempts = 1; ; attempts += 1) {
+      const fetched = await legacy.fetchLegacy(clone);
+      if (fetched === true || fetched === false) return fetched;
+      await this.#readFailed(fetched, 'the legacy receipts branch', legacy.BRANCH, attempts);
+    }
   }
 
   /**
@@ -277,9 +336,7 @@ class GitStore extends CellStore {
   async #legacyFiles(clone, dir) {
     // Parent-object cells (`_locks/...`) were never on the legacy branch: the original seeds none.
     if (this.prefix !== legacy.SHARED_PREFIX || dir.startsWith('_locks/')) return [];
-    const fetched = await legacy.fetchLegacy(clone);
-    if (fetched === false) return [];
-    if (fetched !== true) throw this.#readError(fetched, legacy.BRANCH);
+    if (!(await this.#fetchLegacy(clone))) return [];
     return legacy.legacyFiles(clone, dir);
   }
 
@@ -299,62 +356,23 @@ class GitStore extends CellStore {
       return files;
     }
     const lines = this.#cellFiles.map((name) => `${tip}:${dir}/${name}`);
-    const r = await git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+    const r = await this.#git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+    if (r.timedOut) throw this.#timedOut(false, 'the cell', dir);
     if (r.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(r.stderr)}`);
-    parseBatch(r.stdout, lines.length).forEach((entry, i) => {
-      // Invalid UTF-8 becomes U+FFFD, which the core reports as a corrupt file.
-      if (entry !== null && entry.type === 'blob') files[this.#cellFiles[i]] = entry.content.toString('utf8');
+    catParse(r.stdout, lines.length).forEach((text, i) => {
+      // Invalid UTF-8 is U+FFFD, which the core reports as a corrupt file.
+      if (text !== null) files[this.#cellFiles[i]] = text;
     });
     return files;
   }
 
   /**
-   * Builds the commit of a change set with one `git fast-import` (as the native store): on `tip`, or without
-   * one on a new root commit holding only `README.md` (`Start receipts for <env>/<scope>`); `README.md` set
-   * and the changes applied to `<dir>/`. Returns the new commit.
+   * Builds the commit the core wrote as a `git fast-import` stream (`git-commit`, as the native store).
+   * Returns the new commit.
    */
-  async #commit(clone, tip, env, scope, dir, changes, message, seed = []) {
-    const readme = call('git-readme', { parentObject: env === '_locks' }).text;
-    const parts = [];
-    const data = (text) => {
-      parts.push(Buffer.from(`data ${Buffer.byteLength(text, 'utf8')}\n`), Buffer.from(text, 'utf8'), Buffer.from('\n'));
-    };
-    const line = (text) => parts.push(Buffer.from(`${text}\n`));
-    line('reset refs/baton/new');
-    let from = `from ${tip}`;
-    if (tip === null) {
-      line('commit refs/baton/new');
-      line('mark :1');
-      line('committer baton <baton@localhost> now');
-      data(`Start receipts for ${env}/${scope}${seed.length > 0 ? legacy.FROM : ''}`);
-      line('M 100644 inline README.md');
-      data(readme);
-      from = 'from :1';
-    }
-    line('commit refs/baton/new');
-    line('mark :2');
-    line('committer baton <baton@localhost> now');
-    data(message);
-    line(from);
-    line('M 100644 inline README.md');
-    data(readme);
-    // A cell's own ref starts with what the legacy branch held for it (which is never written itself).
-    const changed = new Set(changes.map((c) => `${dir}/${c.file}`));
-    for (const [p, text] of tip === null ? seed : []) {
-      if (changed.has(p)) continue;
-      line(`M 100644 inline ${p}`);
-      data(text);
-    }
-    for (const change of changes) {
-      if (change.op === 'write') {
-        line(`M 100644 inline ${dir}/${change.file}`);
-        data(change.content);
-      } else {
-        line(`D ${dir}/${change.file}`);
-      }
-    }
-    line('get-mark :2');
-    const r = await git(clone, ['fast-import', '--quiet', '--force', '--date-format=now'], { input: Buffer.concat(parts) });
+  async #commit(clone, stream, dir) {
+    const r = await this.#git(clone, ['fast-import', '--quiet', '--force', '--date-format=now'], { input: Buffer.from(stream, 'utf8') });
+    if (r.timedOut) throw this.#timedOut(false, 'the commit', dir);
     const oid = r.stdout.toString('utf8').trim();
     if (r.code !== 0 || !/^[0-9a-f]{40,64}$/.test(oid)) throw hostError('INTERNAL', `git fast-import failed: ${lastLine(r.stderr)}`);
     return oid;
@@ -366,8 +384,8 @@ class GitStore extends CellStore {
    */
   async #push(clone, commit, ref, expected) {
     const lease = `--force-with-lease=${ref}:${expected ?? ''}`;
-    const r = await git(clone, ['push', '-q', '--no-verify', lease, 'origin', `${commit}:${ref}`]);
-    return { code: r.code, stderr: `${r.stdout.toString('utf8')}${r.stderr}` };
+    const r = await this.#git(clone, ['push', '-q', '--no-verify', lease, 'origin', `${commit}:${ref}`]);
+    return { code: r.code, stderr: `${r.stdout.toString('utf8')}${r.stderr}`, timedOut: r.timedOut };
   }
 
   /** `<repo root of the store's cwd, or that cwd>/.baton/unpushed` (the native store: of the process's cwd). */
@@ -426,8 +444,8 @@ class GitStore extends CellStore {
     let kept = null;
     try {
       const clone = await this.#workdir();
-      const started = performance.now();
       let attempts = 0;
+      let lastDetail = '';
       let rejections = 0;
       for (;;) {
         const fresh = !this.#tips.has(ref);
@@ -451,13 +469,25 @@ class GitStore extends CellStore {
           if (refusal !== null) throw refusal;
           return answer;
         }
-        changes.forEach(checkChange);
-        const { message, what } = describe(env, scope, changes, files['lock.json']);
+        // The commit (message and fast-import stream) is the core's, as in the native store.
+        const { what, stream } = call('git-commit', {
+          env,
+          scope,
+          dir,
+          tip,
+          changes,
+          oldLock: files['lock.json'] ?? null,
+          seed: seed.map(([p, text]) => ({ path: p, text })),
+        });
         const latest = changes.find((c) => c.op === 'write' && c.file === LATEST);
         if (latest) kept = await this.#keep(dir, latest.content);
-        const commit = await this.#commit(clone, tip, env, scope, dir, changes, message, seed);
+        const commit = await this.#commit(clone, stream, dir);
         const push = await this.#push(clone, commit, ref, tip);
-        const { outcome, detail } = call('git-push-outcome', { exitCode: push.code, stderr: push.stderr });
+        // After a timeout, the remote's last refusal (if any) is what the error names.
+        const { outcome, detail } = push.timedOut
+          ? { outcome: 'timeout', detail: lastDetail }
+          : call('git-push-outcome', { exitCode: push.code, stderr: push.stderr });
+        lastDetail = detail;
         if (outcome === 'ok') {
           this.#tips.set(ref, commit);
           if (kept !== null) await this.#unkeep(kept);
@@ -475,8 +505,7 @@ class GitStore extends CellStore {
           detail,
           attempts,
           rejections,
-          elapsedMs: Math.round(performance.now() - started),
-          budgetMs: this.budgetMs,
+          ...this.#clock(),
           random: Math.random(),
         });
         await sleep(delayMs);
@@ -511,9 +540,11 @@ class GitStore extends CellStore {
    * @param {{env: string, scope: string}} target
    * @param {string} op
    * @param {object} [request] the request without `cell` and `nowMs`
+   * @param {{deadline?: number}} [opts] `deadline`: the monotonic ms (`performance.now()`) by which to give
+   *   up at the latest (a held lease's `storeDeadline`); without it the store budget from now bounds it
    */
-  transact(target, op, request = {}) {
-    return this.transactWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs })).then(faults.reply);
+  transact(target, op, request = {}, { deadline } = {}) {
+    return this.transactWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs }), { deadline }).then(faults.reply);
   }
 
   /**
@@ -523,22 +554,23 @@ class GitStore extends CellStore {
    * one's own; everything else uses `transact`.
    * @param {{env: string, scope: string}} target
    * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
+   * @param {{deadline?: number}} [opts] as for `transact`
    */
-  transactWith(target, decide) {
-    return this.#exclusive(() => this.#transact(target, decide));
+  transactWith(target, decide, { deadline } = {}) {
+    return this.#exclusive(() => this.#transact(target, decide), deadline);
   }
 
   /**
    * A read-only operation on the cell: fetches its ref, loads the cell, calls core operation `op`. Nothing is
    * pushed; an answer with changes is refused (INTERNAL).
    */
-  read(target, op, request = {}) {
-    return this.readWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs }));
+  read(target, op, request = {}, { deadline } = {}) {
+    return this.readWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs }), { deadline });
   }
 
   /** `read` with the decision `decide(cell, nowMs)` (see `transactWith`). */
-  readWith(target, decide) {
-    return this.#exclusive(() => this.#read(target, decide));
+  readWith(target, decide, { deadline } = {}) {
+    return this.#exclusive(() => this.#read(target, decide), deadline);
   }
 
   /**
@@ -556,9 +588,14 @@ class GitStore extends CellStore {
     const envSeg = call('list-cells', { env, spelling: 'ref', names: [] }).segment;
     const base = `refs/heads/${this.prefix}/${envSeg}/`;
     const clone = await this.#workdir();
+    let failures = 0;
     for (let attempt = 1; ; attempt += 1) {
-      const r = await git(clone, ['ls-remote', 'origin', `${base}*`]);
-      if (r.code !== 0) throw this.#readError(r, base);
+      const r = await this.#git(clone, ['ls-remote', 'origin', `${base}*`]);
+      if (r.code !== 0 || r.timedOut) {
+        failures += 1;
+        await this.#readFailed(r, 'the list of scopes', base, failures);
+        continue;
+      }
       const names = r.stdout
         .toString('utf8')
         .split('\n')
@@ -570,23 +607,24 @@ class GitStore extends CellStore {
       const shared = this.prefix === legacy.SHARED_PREFIX;
       if (cells.length === 0 && !shared) return [];
       const refspecs = cells.map((c, i) => `+${base}${c.name}:refs/baton-list/${i}`);
-      const f = refspecs.length === 0 ? { code: 0 } : await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ...refspecs]);
-      if (f.code !== 0) {
+      const f = refspecs.length === 0 ? { code: 0, timedOut: false } : await this.#git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ...refspecs]);
+      if (f.code !== 0 || f.timedOut) {
         // A ref deleted between ls-remote and fetch: ask again (3 attempts in all).
-        if (/couldn't find remote ref/i.test(f.stderr) && attempt < 3) continue;
-        throw this.#readError(f, base);
+        if (!f.timedOut && /couldn't find remote ref/i.test(f.stderr) && attempt < 3) continue;
+        failures += 1;
+        await this.#readFailed(f, 'the list of scopes', base, failures);
+        continue;
       }
       const lines = cells.map((c, i) => `refs/baton-list/${i}:${c.dir}/${LATEST}`);
       // The original lists the legacy branch's scopes that have no ref of their own too.
       if (shared) lines.push(...(await this.#legacyList(clone, env, cells)));
       if (lines.length === 0) return [];
-      const b = await git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+      const b = await this.#git(clone, ['cat-file', '--batch'], { input: `${lines.join('\n')}\n` });
+      if (b.timedOut) throw this.#timedOut(false, 'the list of scopes', base);
       if (b.code !== 0) throw hostError('INTERNAL', `git cat-file failed: ${lastLine(b.stderr)}`);
-      const entries = parseBatch(b.stdout, lines.length);
-      return cells.map((c, i) => ({
-        scope: c.scope,
-        text: entries[i] !== null && entries[i].type === 'blob' ? entries[i].content.toString('utf8') : null,
-      }));
+      const texts = catParse(b.stdout, lines.length);
+      const listed = cells.map((c, i) => ({ scope: c.scope, text: texts[i] }));
+      return listed.sort((a, z) => (a.scope < z.scope ? -1 : a.scope > z.scope ? 1 : 0));
     }
   }
 
@@ -595,9 +633,7 @@ class GitStore extends CellStore {
    * (not in `cells`); each spec's scope is appended to `cells` (`{scope}`), in the same order.
    */
   async #legacyList(clone, env, cells) {
-    const fetched = await legacy.fetchLegacy(clone);
-    if (fetched === false) return [];
-    if (fetched !== true) throw this.#readError(fetched, legacy.BRANCH);
+    if (!(await this.#fetchLegacy(clone))) return [];
     const envDir = call('cell-path', { env, scope: 'x' }).dir.split('/')[0];
     const dirs = await legacy.legacyScopeDirs(clone, envDir);
     const { scopes } = call('scope-names', { dirs });
@@ -627,4 +663,4 @@ class GitStore extends CellStore {
   }
 }
 
-module.exports = { GitStore, describe };
+module.exports = { GitStore };

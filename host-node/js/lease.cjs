@@ -93,10 +93,18 @@ class HostLoop {
     else this.#timer?.unref();
   }
 
-  /** Performs store action `id` as one transaction and feeds its outcome back (a turn of its own). */
-  #send({ id, op, request }) {
+  /** The latest instant a store operation started now may run until (the core's `storeDeadline`). */
+  storeDeadline() {
+    return this.#machine?.storeDeadline(monotonicNow());
+  }
+
+  /**
+   * Performs store action `id` as one transaction, ended by its `deadlineMs`, and feeds its outcome back
+   * (a turn of its own).
+   */
+  #send({ id, op, request, deadlineMs }) {
     Promise.resolve()
-      .then(() => this.#perform(op, request))
+      .then(() => this.#perform(op, request, deadlineMs))
       .then(
         (answer) => ({ ok: answer }),
         (e) => ({ error: errorObject(e) }),
@@ -156,7 +164,9 @@ class Lease {
   constructor(store, config, callbacks) {
     let machine;
     try {
-      machine = new wasm.Lease(JSON.stringify(config));
+      // The store's budget bounds every store request of the lease (the git store has one).
+      const budget = Number.isSafeInteger(store.budgetMs) && store.budgetMs > 0 ? { storeBudgetMs: store.budgetMs } : {};
+      machine = new wasm.Lease(JSON.stringify({ ...config, ...budget }));
     } catch (e) {
       throw asBatonError(e, 'the lease machine failed');
     }
@@ -165,7 +175,7 @@ class Lease {
     this.#callbacks = callbacks;
     this.#loop = new HostLoop(
       machine,
-      (op, request) => store.transact(this.#cell, op, request),
+      (op, request, deadline) => store.transact(this.#cell, op, request, { deadline }),
       (events) => {
         for (const event of events) this.#onEvent(event);
       },
@@ -239,7 +249,12 @@ class Lease {
     const epoch = this.assertHeld();
     if (typeof content !== 'string') throw hostError('USAGE', `the content of ${String(file)} must be a string`);
     try {
-      const answer = await this.#store.transact(this.#cell, 'fenced-write', { holder: this.holder, epoch, file, content });
+      const answer = await this.#store.transact(
+        this.#cell,
+        'fenced-write',
+        { holder: this.holder, epoch, file, content },
+        { deadline: this.#loop.storeDeadline() },
+      );
       return { lock: answer.lock };
     } catch (e) {
       const error = asBatonError(e, 'the store failed');

@@ -11,7 +11,7 @@ const { fromErrorJson } = require('./errors.cjs');
 const { hostError } = require('./core.cjs');
 const { asBatonError, notify, deferred, AcquirePromise } = require('./loop.cjs');
 const { RunLoop } = require('./run-loop.cjs');
-const { FencedRun, held, open, stop, warn, stopped } = require('./fenced-run.cjs');
+const { FencedRun, held, open, stop, warn, stopped, deadline } = require('./fenced-run.cjs');
 
 /** A lease on a cell's lock carrying a run (or a parent object's lock). Obtain one from `acquireLease`, `withLease`, ... */
 class RunLease extends FencedRun {
@@ -212,6 +212,11 @@ class RunLease extends FencedRun {
 
   #lostError() {
     return this[stopped] ?? hostError('LOCK_LOST', `The lease on ${this.env}/${this.scope} is no longer held; nothing may be written under it.`);
+  }
+
+  /** When a store operation of the work started now must have ended (the core's `storeDeadline`). */
+  [deadline]() {
+    return this.#loop.storeDeadline();
   }
 
   /** The fencing token now; past the deadline before the timer fired (a busy loop), the machine sees the time first. */

@@ -89,6 +89,11 @@ class RunLoop {
     return this.#run?.fencingToken(monotonicNow());
   }
 
+  /** The latest instant (monotonic ms) a store operation of the run started now may run until. */
+  storeDeadline() {
+    return this.#run?.storeDeadline(monotonicNow());
+  }
+
   /** Whether the timer keeps Node alive. */
   keepAlive(on) {
     this.#keepAlive = on;
@@ -122,14 +127,14 @@ class RunLoop {
       case 'store': {
         const own = action.cell === undefined;
         const cell = action.cell ?? { env: this.env, scope: this.scope };
-        this.#perform(action.id, own, () => this.#store.transact(cell, action.op, action.request));
+        this.#perform(action.id, own, () => this.#store.transact(cell, action.op, action.request, { deadline: action.deadlineMs }));
         break;
       }
       case 'read': {
         const store = this.#store;
         hooks.read?.(action.cell);
         const read = typeof store.read === 'function' ? store.read.bind(store) : store.transact.bind(store);
-        this.#perform(action.id, false, () => read(action.cell, action.op, action.request));
+        this.#perform(action.id, false, () => read(action.cell, action.op, action.request, { deadline: action.deadlineMs }));
         break;
       }
       case 'start-work':

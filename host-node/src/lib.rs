@@ -75,6 +75,12 @@ impl Lease {
     pub fn fencing_token(&self, now: f64) -> Result<Option<f64>, JsValue> {
         Ok(self.0.fencing_token(ms(now)?).map(|t| t as f64))
     }
+    /// The latest instant a store operation started at `now` may run until (the store budget, bounded by
+    /// the lease while held or released).
+    #[wasm_bindgen(js_name = storeDeadline)]
+    pub fn store_deadline(&self, now: f64) -> Result<f64, JsValue> {
+        Ok(self.0.store_deadline(ms(now)?) as f64)
+    }
     /// Whether the lease is over.
     #[wasm_bindgen(js_name = isFinished)]
     pub fn is_finished(&self) -> bool {
@@ -156,6 +162,11 @@ impl Run {
     #[wasm_bindgen(js_name = fencingToken)]
     pub fn fencing_token(&self, now: f64) -> Result<Option<f64>, JsValue> {
         Ok(self.0.fencing_token(ms(now)?).map(|t| t as f64))
+    }
+    /// The latest instant a store operation started at `now` may run until (a fenced write of the work).
+    #[wasm_bindgen(js_name = storeDeadline)]
+    pub fn store_deadline(&self, now: f64) -> Result<f64, JsValue> {
+        Ok(self.0.store_deadline(ms(now)?) as f64)
     }
     /// Whether the run is over.
     #[wasm_bindgen(js_name = isFinished)]

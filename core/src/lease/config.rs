@@ -51,6 +51,10 @@ pub struct LeaseConfig {
     /// (the grant's epoch is unknown); a name chosen by people may be shared by two leases. Default false.
     #[serde(default)]
     pub unique_holder: bool,
+    /// How long one store operation may take at most (`BATON_STORE_BUDGET_MS`); default 60 s. Bounds every
+    /// store request of the lease (see [`crate::lease::LeaseMachine::store_deadline`]).
+    #[serde(default)]
+    pub store_budget_ms: Option<u64>,
 }
 
 fn default_ttl() -> u64 {
@@ -93,7 +97,13 @@ impl LeaseConfig {
             wait_timeout_ms: DEFAULT_WAIT_TIMEOUT_MS,
             poll_ms: DEFAULT_POLL_MS,
             unique_holder: false,
+            store_budget_ms: None,
         }
+    }
+
+    /// The store budget of one operation, in ms.
+    pub fn store_budget(&self) -> u64 {
+        self.store_budget_ms.filter(|b| *b > 0).unwrap_or(crate::gitstore::DEFAULT_BUDGET_MS)
     }
 
     /// `env/scope`, or the label given.

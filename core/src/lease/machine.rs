@@ -22,6 +22,11 @@ pub enum Action {
         op: &'static str,
         /// The request without `cell` and `nowMs`.
         request: Value,
+        /// The instant (host monotonic ms) by which the host must have given up on this request: it kills
+        /// what still runs then and reports the store's failure (`STORE_CONTENDED`). See
+        /// [`LeaseMachine::store_deadline`].
+        #[serde(rename = "deadlineMs")]
+        deadline_ms: Mono,
     },
     /// Something happened that the host reports or acts on.
     Event {
@@ -142,6 +147,8 @@ enum State {
         lock: Value,
         next_try: Option<(Mono, usize)>,
         then: Option<Value>,
+        /// When the release began: all of its attempts end within one store budget from then.
+        since: Mono,
     },
     Finished,
 }
@@ -195,7 +202,7 @@ impl LeaseMachine {
             return Err(CoreError::internal("acquire called twice on one lease"));
         }
         self.state = State::Acquiring { started: now, next_poll: None };
-        self.send(Kind::Acquire { sent_at: now });
+        self.send(Kind::Acquire { sent_at: now }, now);
         Ok(())
     }
 
@@ -258,12 +265,27 @@ impl LeaseMachine {
         }
     }
 
+    /// The latest instant a store operation of this lease's holder started at `now` may run until: one store
+    /// budget (`storeBudgetMs`), and while the lock is held never past half a margin after the holder's own
+    /// deadline (when its work has been stopped and the lock is about to expire for others); while
+    /// releasing, within one budget from when the release began, all retries included. Hosts pass it to the
+    /// store for their own fenced writes; the machine's own requests carry theirs (`deadlineMs`; a renewal
+    /// never runs past the holder's deadline, after which it cannot help).
+    pub fn store_deadline(&self, now: Mono) -> Mono {
+        let budget = now.saturating_add(self.cfg.store_budget());
+        match &self.state {
+            State::Held(h) if !h.lost => budget.min(h.valid_until + self.timing.margin / 2),
+            State::Releasing { since, .. } => budget.min(since.saturating_add(self.cfg.store_budget())),
+            _ => budget,
+        }
+    }
+
     /// Whether the lease is over (released, failed to acquire, or release failed).
     pub fn is_finished(&self) -> bool {
         self.state == State::Finished
     }
 
-    fn send(&mut self, kind: Kind) {
+    fn send(&mut self, kind: Kind, now: Mono) {
         let id = self.next_id;
         self.next_id += 1;
         self.in_flight = Some((id, kind));
@@ -286,7 +308,11 @@ impl LeaseMachine {
             // INVARIANT: renewals are only sent while held, releases only while releasing.
             _ => ("lock-read", json!({})),
         };
-        self.actions.push_back(Action::Store { id, op, request });
+        let deadline_ms = match (kind, &self.state) {
+            (Kind::Renew { .. }, State::Held(h)) => self.store_deadline(now).min(h.valid_until),
+            _ => self.store_deadline(now),
+        };
+        self.actions.push_back(Action::Store { id, op, request, deadline_ms });
     }
 
     fn event(&mut self, event: LeaseEvent) {
@@ -311,7 +337,7 @@ impl LeaseMachine {
                     self.finish(LeaseEvent::Released { released: false });
                 } else if next_poll.is_some_and(|at| now >= at) {
                     *next_poll = None;
-                    self.send(Kind::Acquire { sent_at: now });
+                    self.send(Kind::Acquire { sent_at: now }, now);
                 }
             }
             State::Held(h) => {
@@ -320,8 +346,8 @@ impl LeaseMachine {
                         self.finish(LeaseEvent::Released { released: false });
                     } else {
                         let lock = h.lock.clone();
-                        self.state = State::Releasing { lock, next_try: None, then: None };
-                        self.send(Kind::Release { attempt: 0 });
+                        self.state = State::Releasing { lock, next_try: None, then: None, since: now };
+                        self.send(Kind::Release { attempt: 0 }, now);
                     }
                     return;
                 }
@@ -331,7 +357,7 @@ impl LeaseMachine {
                     && h.next_renew.is_some_and(|at| now >= at)
                 {
                     h.next_renew = None;
-                    self.send(Kind::Renew { sent_at: now });
+                    self.send(Kind::Renew { sent_at: now }, now);
                 }
             }
             State::Releasing { next_try, .. } => {
@@ -339,7 +365,7 @@ impl LeaseMachine {
                     && now >= at
                 {
                     *next_try = None;
-                    self.send(Kind::Release { attempt });
+                    self.send(Kind::Release { attempt }, now);
                 }
             }
             State::Idle | State::Finished => {
@@ -412,7 +438,7 @@ impl LeaseMachine {
                     _ if self.release_pending => {
                         if self.cfg.unique_holder && acquire_outcome_unknown(&error) {
                             // The attempt may have landed: release what may be ours before ending.
-                            self.clean_up(None);
+                            self.clean_up(None, now);
                         } else {
                             // The caller already asked to stop: nothing of ours is in the store.
                             self.finish(LeaseEvent::Released { released: false });
@@ -432,7 +458,7 @@ impl LeaseMachine {
                         if unknown {
                             // The attempt may have landed (a lost reply): release what may be ours, then
                             // report the failure, rather than leave a lock nobody runs under for a TTL.
-                            self.clean_up(Some(error));
+                            self.clean_up(Some(error), now);
                         } else {
                             self.finish(LeaseEvent::AcquireFailed { error });
                         }
@@ -445,10 +471,10 @@ impl LeaseMachine {
     /// Releases by holder alone (no epoch: whatever epoch an attempt whose reply was lost may have been
     /// granted), then ends with `then` as `acquire-failed`, or with `released` when it is `None` or `release()`
     /// was called meanwhile. Only with [`LeaseConfig::unique_holder`]: a lock under the name is then ours.
-    fn clean_up(&mut self, then: Option<Value>) {
+    fn clean_up(&mut self, then: Option<Value>, now: Mono) {
         let lock = json!({ "holder": self.cfg.holder, "epoch": null });
-        self.state = State::Releasing { lock, next_try: None, then };
-        self.send(Kind::Release { attempt: 0 });
+        self.state = State::Releasing { lock, next_try: None, then, since: now };
+        self.send(Kind::Release { attempt: 0 }, now);
     }
 
     fn on_renewed(&mut self, result: StoreResult, sent_at: Mono, now: Mono) {
@@ -480,7 +506,10 @@ impl LeaseMachine {
     }
 
     fn on_released(&mut self, result: StoreResult, attempt: usize, now: Mono) {
-        let State::Releasing { lock, next_try, then } = &mut self.state else { return };
+        let budget = self.cfg.store_budget();
+        let State::Releasing { lock, next_try, then, since } = &mut self.state else { return };
+        // Retries end with the release's budget: one that could not start before it is not made.
+        let retry_at = RELEASE_RETRY_MS.get(attempt).map(|d| now + d).filter(|at| *at < since.saturating_add(budget));
         match result {
             StoreResult::Ok(answer) => {
                 let released = answer.get("released").and_then(Value::as_bool).unwrap_or(false);
@@ -493,8 +522,8 @@ impl LeaseMachine {
                     None => self.finish(LeaseEvent::Released { released }),
                 }
             }
-            StoreResult::Error(error) => match RELEASE_RETRY_MS.get(attempt) {
-                Some(delay) => *next_try = Some((now + delay, attempt + 1)),
+            StoreResult::Error(error) => match retry_at {
+                Some(at) => *next_try = Some((at, attempt + 1)),
                 None => {
                     let why = error.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned();
                     let warning = match lock.get("expiresAt").and_then(Value::as_str) {

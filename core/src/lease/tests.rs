@@ -240,9 +240,9 @@ fn misuse_is_internal() {
 fn store_request(actions: &[Action]) -> (u64, &'static str, Value) {
     let found: Vec<_> = actions
         .iter()
-        .filter_map(
-            |a| if let Action::Store { id, op, request } = a { Some((*id, *op, request.clone())) } else { None },
-        )
+        .filter_map(|a| {
+            if let Action::Store { id, op, request, .. } = a { Some((*id, *op, request.clone())) } else { None }
+        })
         .collect();
     assert_eq!(found.len(), 1, "one store request: {actions:?}");
     found[0].clone()
@@ -334,4 +334,53 @@ fn release_called_during_the_clean_up_ends_with_released() {
     m.release(6);
     m.handle_store_result(id, StoreResult::Ok(json!({"released": true, "current": null})), 8).unwrap();
     assert!(matches!(events(&drain(&mut m)).as_slice(), [LeaseEvent::Released { released: true }]));
+}
+
+/// The deadlines of the store actions in `actions`.
+fn deadlines(actions: &[Action]) -> Vec<u64> {
+    actions
+        .iter()
+        .filter_map(|a| if let Action::Store { deadline_ms, .. } = a { Some(*deadline_ms) } else { None })
+        .collect()
+}
+
+#[test]
+fn every_store_request_has_a_deadline_within_the_budget_and_the_lease() {
+    let mut m = machine(|c| c.store_budget_ms = Some(5_000));
+    m.acquire(10).unwrap();
+    assert_eq!(deadlines(&drain(&mut m)), vec![5_010], "acquire: one budget");
+    m.handle_store_result(1, ok(1), 20).unwrap();
+    drain(&mut m);
+    // Held: valid until 0 + 900 - 180 = 730 (sent at 10: 730); host writes end half a margin later.
+    assert_eq!(m.store_deadline(100), 820);
+    // A renewal never outlives the holder's deadline.
+    m.handle_timeout(320);
+    assert_eq!(deadlines(&drain(&mut m)), vec![730]);
+    m.handle_store_result(2, err("STORE_CONTENDED"), 730).unwrap();
+    drain(&mut m);
+    m.release(731);
+    assert_eq!(deadlines(&drain(&mut m)), vec![5_731], "release: one budget from its start");
+}
+
+#[test]
+fn release_retries_end_within_the_budget() {
+    let mut m = machine(|c| c.store_budget_ms = Some(500));
+    m.acquire(0).unwrap();
+    drain(&mut m);
+    m.handle_store_result(1, ok(1), 1).unwrap();
+    drain(&mut m);
+    m.release(2);
+    drain(&mut m);
+    // The first retry (200 ms later) still starts within the budget; the second (400 ms more) would not.
+    m.handle_store_result(2, err("STORE_CONTENDED"), 100).unwrap();
+    assert!(drain(&mut m).is_empty());
+    m.handle_timeout(300);
+    assert_eq!(store_ids(&drain(&mut m)), vec![(3, "lock-release")]);
+    m.handle_store_result(3, err("STORE_CONTENDED"), 400).unwrap();
+    let evs = events(&drain(&mut m));
+    assert!(
+        matches!(&evs[..], [LeaseEvent::ReleaseFailed { warning, .. }] if warning.contains("stays held until about")),
+        "{evs:?}"
+    );
+    assert!(m.is_finished());
 }

@@ -103,6 +103,10 @@ pub enum RunAction {
         op: &'static str,
         /// The request without `cell` and `nowMs`.
         request: Value,
+        /// The instant (host monotonic ms) by which the host gives up on it: it kills what still runs and
+        /// reports the store's failure (`STORE_CONTENDED`). The store budget, bounded by the lease.
+        #[serde(rename = "deadlineMs")]
+        deadline_ms: u64,
     },
     /// A read-only transaction: load `cell` without creating or writing anything (a cell that does not
     /// exist is empty), call `op` with `request` plus `cell` and `nowMs`, report the answer with `id`.
@@ -115,6 +119,9 @@ pub enum RunAction {
         op: &'static str,
         /// The request without `cell` and `nowMs`.
         request: Value,
+        /// As for `store`.
+        #[serde(rename = "deadlineMs")]
+        deadline_ms: u64,
     },
     /// Start the work (spawn the command in a process group of its own; call the callback) with these
     /// variables exported, and report [`super::RunMachine::work_ended`] when it ends.

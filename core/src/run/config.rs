@@ -88,6 +88,9 @@ pub struct RunConfig {
     /// Time between two attempts while waiting. Default 2 s.
     #[serde(default)]
     pub poll_ms: Option<u64>,
+    /// How long one store operation may take at most (`BATON_STORE_BUDGET_MS`). Default 60 s.
+    #[serde(default)]
+    pub store_budget_ms: Option<u64>,
     /// Time from the first cancel signal to SIGKILL of the work. Default 5 s.
     #[serde(default)]
     pub cancel_grace_ms: Option<u64>,
@@ -155,6 +158,7 @@ impl RunConfig {
             wait_timeout_ms: self.wait_timeout_ms.unwrap_or(DEFAULT_WAIT_TIMEOUT_MS),
             poll_ms: self.poll_ms.unwrap_or(DEFAULT_POLL_MS),
             unique_holder,
+            store_budget_ms: self.store_budget_ms,
         };
         lease.validate()?;
         let cancel_grace_ms = self.cancel_grace_ms.unwrap_or(DEFAULT_CANCEL_GRACE_MS);

@@ -72,6 +72,8 @@ pub struct RunMachine {
     cancel: Option<Cancel>,
     term_at: Option<Mono>,
     kill_at: Option<Mono>,
+    /// The host's clock at the latest call: the run's own store steps get their deadline from it.
+    now: Mono,
 }
 
 impl RunMachine {
@@ -96,6 +98,7 @@ impl RunMachine {
             cancel: None,
             term_at: None,
             kill_at: None,
+            now: 0,
         })
     }
 
@@ -122,6 +125,7 @@ impl RunMachine {
 
     /// Starts the run: acquires the lease (waiting if configured). Call once; again is `INTERNAL`.
     pub fn start(&mut self, now: Mono) -> Result<(), CoreError> {
+        self.now = self.now.max(now);
         if self.phase != Phase::Idle {
             return Err(CoreError::internal("start called twice on one run"));
         }
@@ -136,6 +140,7 @@ impl RunMachine {
     /// exited 0 with the lease held throughout and no cancel), hands over after a successful run, releases,
     /// and ends with `done`. `INTERNAL` when no work was started.
     pub fn work_ended(&mut self, end: WorkEnd, now: Mono) -> Result<(), CoreError> {
+        self.now = self.now.max(now);
         if self.phase != Phase::Working || self.facts.work.is_some() {
             return Err(CoreError::internal("work-ended without work running"));
         }
@@ -154,6 +159,7 @@ impl RunMachine {
     /// lease; ends with `finished` (whose outcome has `error` when the receipt did not land: the run is then
     /// still open and `finish` may be called again). `USAGE` when the run is not open.
     pub fn finish(&mut self, succeeded: bool, now: Mono) -> Result<(), CoreError> {
+        self.now = self.now.max(now);
         if self.phase != Phase::Working || !self.cfg.job.has_receipt() || self.facts.work.is_some() {
             return Err(CoreError::usage(format!(
                 "the run on {} is not open: its receipt is final or it never started",
@@ -169,6 +175,7 @@ impl RunMachine {
     /// Ends the run early or after `finish`: gives up a wait, or releases the lease. Without a final receipt
     /// the checkpoint stays (as after a crash: the next run continues from it). No-op once finishing.
     pub fn release(&mut self, now: Mono) {
+        self.now = self.now.max(now);
         match self.phase {
             Phase::Idle => self.done(now),
             Phase::Acquiring => {
@@ -193,6 +200,7 @@ impl RunMachine {
     /// work's group is killed. Then the receipt says `cancelled` and the lease is released: the lock is never
     /// released while the work may still run.
     pub fn signal(&mut self, sig: HostSignal, now: Mono) {
+        self.now = self.now.max(now);
         // Once the work has ended the run is finishing as it ended: a late signal changes nothing (the
         // receipt being written says how the work ended; the release follows as always).
         let finishing = matches!(self.phase, Phase::Finishing | Phase::Held | Phase::Releasing | Phase::Done);
@@ -245,6 +253,7 @@ impl RunMachine {
 
     /// Wakes the machine at (or after) `poll_timeout`. Spurious calls are no-ops.
     pub fn handle_timeout(&mut self, now: Mono) {
+        self.now = self.now.max(now);
         if self.phase == Phase::Working && self.facts.work.is_none() {
             if self.term_at.is_some_and(|t| now >= t) {
                 self.term_at = None;
@@ -262,6 +271,7 @@ impl RunMachine {
 
     /// Reports the outcome of store or read request `id`. An id not in flight is `INTERNAL`.
     pub fn handle_store_result(&mut self, id: u64, result: StoreResult, now: Mono) -> Result<(), CoreError> {
+        self.now = self.now.max(now);
         if let Some(lease_id) = self.lease_ids.remove(&id) {
             self.lease.handle_store_result(lease_id, result, now)?;
             self.pump(now);
@@ -302,6 +312,12 @@ impl RunMachine {
             Phase::Beginning | Phase::Working | Phase::Finishing | Phase::Held => self.lease.fencing_token(now),
             _ => None,
         }
+    }
+
+    /// The latest instant a store operation the host starts at `now` for this run (a fenced write of the
+    /// work's own) may run until: see [`LeaseMachine::store_deadline`].
+    pub fn store_deadline(&self, now: Mono) -> Mono {
+        self.lease.store_deadline(now)
     }
 
     /// Whether the run is over (`done` was emitted).
@@ -345,17 +361,18 @@ impl RunMachine {
             request["epoch"] = json!(self.epoch());
         }
         self.step = Some((id, step));
-        self.actions.push_back(RunAction::Store { id, cell, op, request });
+        let deadline_ms = self.lease.store_deadline(self.now);
+        self.actions.push_back(RunAction::Store { id, cell, op, request, deadline_ms });
     }
 
     /// Moves the lease machine's actions out, answering its events, until it has nothing more to say.
     fn pump(&mut self, now: Mono) {
         while let Some(action) = self.lease.poll_action() {
             match action {
-                Action::Store { id: lease_id, op, request } => {
+                Action::Store { id: lease_id, op, request, deadline_ms } => {
                     let id = self.id();
                     self.lease_ids.insert(id, lease_id);
-                    self.actions.push_back(RunAction::Store { id, cell: None, op, request });
+                    self.actions.push_back(RunAction::Store { id, cell: None, op, request, deadline_ms });
                 }
                 Action::Event { event } => self.on_lease_event(event, now),
             }
@@ -448,7 +465,8 @@ impl RunMachine {
                         self.predecessor = Some(p);
                         self.step = Some((id, Step::ReadPredecessor));
                         let request = json!({ "file": crate::receipt::LATEST_FILE });
-                        self.actions.push_back(RunAction::Read { id, cell, op: "cell-file", request });
+                        let deadline_ms = self.lease.store_deadline(self.now);
+                        self.actions.push_back(RunAction::Read { id, cell, op: "cell-file", request, deadline_ms });
                     }
                     None => self.send_run_begin(),
                 }

@@ -92,12 +92,12 @@ impl World {
     fn carry_out(&mut self, m: &mut RunMachine, a: RunAction) {
         let (env, scope) = (m.env().to_owned(), m.scope().to_owned());
         match a {
-            RunAction::Store { id, cell, op, request } => {
+            RunAction::Store { id, cell, op, request, .. } => {
                 let (e, s) = cell.map_or((env, scope), |c| (c.env, c.scope));
                 let r = self.transact(&e, &s, op, request, true);
                 m.handle_store_result(id, r, self.now).unwrap();
             }
-            RunAction::Read { id, cell, op, request } => {
+            RunAction::Read { id, cell, op, request, .. } => {
                 let r = self.transact(&cell.env, &cell.scope, op, request, false);
                 m.handle_store_result(id, r, self.now).unwrap();
             }

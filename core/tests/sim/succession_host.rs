@@ -330,6 +330,8 @@ impl<'p> World<'p> {
                 wait_timeout_ms: Some(rp.wait_timeout),
                 poll_ms: Some(rp.poll),
                 cancel_grace_ms: Some(plan.cancel_grace),
+                // The simulated store answers late instead of timing out: no deadline is enforced here.
+                store_budget_ms: None,
             };
             let m = match RunMachine::new(config) {
                 Ok(m) => m,
@@ -642,13 +644,13 @@ impl<'p> World<'p> {
                 return Err(self.fail(HOST, format!("run-{r}: {action:?} after done")));
             }
             match action {
-                RunAction::Store { id, cell, op, request } => {
+                RunAction::Store { id, cell, op, request, .. } => {
                     let own = cell.is_none();
                     let c = self.cell_index(r, cell.as_ref())?;
                     let kind = if own && op.starts_with("lock-") { Kind::Lease } else { Kind::Step };
                     self.send(r, id, c, op, request, kind)?;
                 }
-                RunAction::Read { id, cell, op, request } => {
+                RunAction::Read { id, cell, op, request, .. } => {
                     let c = self.cell_index(r, Some(&cell))?;
                     self.send(r, id, c, op, request, Kind::Read)?;
                 }

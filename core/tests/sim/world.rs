@@ -649,7 +649,7 @@ impl World<'_> {
     fn after_call(&mut self, h: usize) -> Result<(), Failure> {
         while let Some(action) = self.holders[h].m.poll_action() {
             match action {
-                Action::Store { id, op, request } => {
+                Action::Store { id, op, request, .. } => {
                     if let Some(prev) = self.holders[h].outstanding {
                         return Err(self.fail(
                             I5,

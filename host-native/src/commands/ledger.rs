@@ -179,7 +179,7 @@ pub fn show(core: &mut CoreComponent, args: &ReceiptShowArgs) -> Outcome {
 
 /// `baton receipt list`.
 pub fn list_receipts(core: &mut CoreComponent, args: &TargetArgs) -> Outcome {
-    let t = target(core, args)?;
+    let t = super::lock::env_target(core, args)?;
     let mut rows = Vec::new();
     for other in t.store.list(core, &t.env)? {
         let Some(text) = other["text"].as_str() else { continue };

@@ -21,6 +21,15 @@ pub(crate) fn target(core: &mut CoreComponent, args: &TargetArgs) -> Result<Targ
     target_for(core, args, false)
 }
 
+/// The environment and store of a command on a whole environment (`receipt list`): `scope` is empty when
+/// no branch is known (printed as null).
+pub(crate) fn env_target(core: &mut CoreComponent, args: &TargetArgs) -> Result<Target, HostError> {
+    let context = crate::context::detect_env(core, &args.ctx)?;
+    let store = super::open_store(core, args.store.as_deref(), false)?;
+    let field = |k: &str| context[k].as_str().unwrap_or_default().to_owned();
+    Ok(Target { store, env: field("env"), scope: field("scope"), context })
+}
+
 /// The scope and store of a command; `run` lets `baton run` default to the CI remote (see `open_store`).
 pub(crate) fn target_for(core: &mut CoreComponent, args: &TargetArgs, run: bool) -> Result<Target, HostError> {
     let context = crate::context::detect(core, &args.ctx)?;
@@ -32,7 +41,7 @@ pub(crate) fn target_for(core: &mut CoreComponent, args: &TargetArgs, run: bool)
 pub(crate) fn data(t: &Target, fields: impl IntoIterator<Item = (&'static str, Value)>) -> Map<String, Value> {
     let mut data = Map::new();
     data.insert("environment".into(), t.env.clone().into());
-    data.insert("scope".into(), t.scope.clone().into());
+    data.insert("scope".into(), if t.scope.is_empty() { Value::Null } else { t.scope.clone().into() });
     data.insert("store".into(), t.store.spec().into());
     for (k, v) in fields {
         data.insert(k.into(), v);

@@ -11,6 +11,13 @@
 //! A ref deleted by a human while a run holds its lock is a deleted lock: the holder's next push is refused
 //! (the ref is no longer at the tip it expected), the fresh fetch shows an empty cell, the core answers
 //! `LOCK_LOST` and nothing is re-asserted or written; the next run starts the ref afresh.
+//!
+//! Every operation has a deadline: the store budget (`BATON_STORE_BUDGET_MS`) from when it was asked for,
+//! bounded by the caller's (a held lease's `store_deadline`), as the core's `store-deadline` decides. Each
+//! git process gets what is left and is killed with its process group when it runs out; the core then ends
+//! the operation (`git-retry`, outcome `timeout`: `STORE_CONTENDED`). Fetches are retried like pushes. The
+//! commit text and the fast-import stream (`git-commit`) and cat-file parsing (`git-cat-parse`) are the
+//! core's, as in the Node store.
 
 mod legacy;
 mod repo;
@@ -33,6 +40,7 @@ pub struct GitStore {
     inner: Arc<Mutex<Inner>>,
     label: Arc<str>,
     remote: Arc<str>,
+    budget_ms: u64,
 }
 
 impl std::fmt::Debug for GitStore {
@@ -51,6 +59,8 @@ struct Inner {
     tips: HashMap<String, Option<String>>,
     /// Where unpushed receipts are kept (`<repo root or cwd>/.baton/unpushed`), found on first need.
     unpushed: Option<PathBuf>,
+    /// The operation in progress.
+    op: Op,
 }
 
 /// Where one cell lives.
@@ -73,8 +83,9 @@ impl GitStore {
             repo: None,
             tips: HashMap::new(),
             unpushed: None,
+            op: Op { started: Instant::now(), end: None },
         };
-        Self { inner: Arc::new(Mutex::new(inner)), label: label.into(), remote: remote.into() }
+        Self { inner: Arc::new(Mutex::new(inner)), label: label.into(), remote: remote.into(), budget_ms }
     }
 
     /// The spec that names this store, without credentials (`git:<remote>`), for output.
@@ -82,24 +93,36 @@ impl GitStore {
         format!("git:{}", self.label)
     }
 
+    /// The budget of one operation, in ms.
+    pub fn budget_ms(&self) -> u64 {
+        self.budget_ms
+    }
+
     /// The spec a child process needs to open the same store (credentials included).
     pub fn export_spec(&self) -> String {
         format!("git:{}", self.remote)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The store, locked for one operation that must end by the budget from now, and by `deadline` when the
+    /// caller has one (a held lease's; see the core's `store-deadline`). Waiting for the lock counts.
+    fn begin(&self, core: &mut CoreComponent, deadline: Option<Instant>) -> MutexGuard<'_, Inner> {
+        let asked = Instant::now();
+        let mut g = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        g.begin(core, asked, deadline);
+        g
     }
 
-    /// One transaction on the cell `env/scope` (see the module documentation).
+    /// One transaction on the cell `env/scope` (see the module documentation), ended by `deadline` at the
+    /// latest (else by the budget).
     pub fn transact(
         &self,
         core: &mut CoreComponent,
         env: &str,
         scope: &str,
+        deadline: Option<Instant>,
         mut decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
-        let mut g = self.lock();
+        let mut g = self.begin(core, deadline);
         let result = (|| {
             let cell = g.cell_ref(core, env, scope)?;
             let mut kept = None;
@@ -128,7 +151,7 @@ impl GitStore {
         decide: impl FnOnce(&mut CoreComponent, Value, i64) -> Result<T, HostError>,
     ) -> Result<T, HostError> {
         let cell = {
-            let mut g = self.lock();
+            let mut g = self.begin(core, None);
             (|| {
                 let cell = g.cell_ref(core, env, scope)?;
                 let tip = g.fetch(core, &cell.full)?;
@@ -147,15 +170,15 @@ impl GitStore {
         scope: &str,
         file: &str,
     ) -> Result<Option<String>, HostError> {
-        let mut g = self.lock();
+        let mut g = self.begin(core, None);
         (|| {
             let cell = g.cell_ref(core, env, scope)?;
             let Some(tip) = g.fetch(core, &cell.full)? else {
                 let path = format!("{}/{file}", cell.dir);
                 return Ok(g.legacy_files(core, &cell)?.into_iter().find(|(p, _)| *p == path).map(|(_, t)| t));
             };
-            let got = g.repo()?.cat(&[format!("{tip}:{}/{file}", cell.dir)])?;
-            Ok(got.into_iter().next().flatten().map(|b| String::from_utf8_lossy(&b).into_owned()))
+            let got = g.cat(core, &[format!("{tip}:{}/{file}", cell.dir)], &cell.full)?;
+            Ok(got.into_iter().next().flatten())
         })()
         .map_err(|e| redacted(core, e))
     }
@@ -163,20 +186,123 @@ impl GitStore {
     /// The scopes of `env` with their `latest.json` text, sorted by scope: one `ls-remote`, one fetch into
     /// position-named refs (scopes differing only by case stay apart), one `cat-file --batch`.
     pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
-        let mut g = self.lock();
+        let mut g = self.begin(core, None);
         g.list(core, env).map_err(|e| redacted(core, e))
     }
 }
 
+/// The time bounds of the operation in progress.
+struct Op {
+    started: Instant,
+    /// When every git process of the operation must have finished.
+    end: Option<Instant>,
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 impl Inner {
-    fn repo(&mut self) -> Result<&Repo, HostError> {
+    /// Starts an operation asked for at `asked`: its end is the core's `store-deadline` (the budget from
+    /// `asked`, bounded by the caller's `deadline`).
+    fn begin(&mut self, core: &mut CoreComponent, asked: Instant, deadline: Option<Instant>) {
+        let request = json!({
+            "nowMs": 0, "startedMs": 0, "budgetMs": self.budget_ms,
+            "deadlineMs": deadline.map(|d| ms(d.saturating_duration_since(asked))),
+        });
+        let remaining = core.invoke("store-deadline", &request).ok().and_then(|v| v["remainingMs"].as_u64());
+        let end = asked + Duration::from_millis(remaining.unwrap_or(self.budget_ms));
+        self.op = Op { started: asked, end: Some(end) };
+        if let Some(repo) = &self.repo {
+            repo.set_deadline(Some(end));
+        }
+    }
+
+    /// The operation's budget as the core's retry decisions see it: from its start to its end.
+    fn budget(&self) -> u64 {
+        self.op.end.map_or(self.budget_ms, |end| ms(end.saturating_duration_since(self.op.started)))
+    }
+
+    fn elapsed(&self) -> u64 {
+        ms(self.op.started.elapsed())
+    }
+
+    fn repo(&mut self, core: &mut CoreComponent) -> Result<&Repo, HostError> {
         if self.repo.is_none() {
             if self.remote.starts_with('-') {
                 return Err(HostError::usage("a git store remote cannot start with `-`"));
             }
-            self.repo = Some(Repo::create(&self.remote, &repo::inherited_auth_config(), self.git_env.clone())?);
+            let host = super::process::hostname();
+            repo::sweep(&mut |names, processes| {
+                core.invoke("git-stale-clones", &json!({ "names": names, "host": host, "processes": processes })).ok()
+            });
+            let (pid, start) = (std::process::id(), super::process::own_start());
+            let remote = self.remote.clone();
+            let mut name = |random: &str| {
+                let answer = core.invoke(
+                    "git-clone-name",
+                    &json!({ "remote": remote, "host": host, "pid": pid, "start": start, "random": random }),
+                )?;
+                answer["name"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| HostError::internal("git-clone-name answered no name"))
+            };
+            let created = Repo::create(&mut name, &repo::inherited_auth_config(), self.git_env.clone(), self.op.end);
+            self.repo = Some(self.local(core, "the working clone", "", created)?);
         }
         Ok(self.repo.as_ref().expect("created above"))
+    }
+
+    /// The `STORE_CONTENDED` of git killed at the operation's deadline (the core's `git-retry`, `timeout`).
+    fn timed_out(&self, core: &mut CoreComponent, read: bool, what: &str, reference: &str) -> HostError {
+        let request = json!({
+            "read": read, "what": what, "ref": reference, "remote": self.remote, "outcome": "timeout",
+            "attempts": 1, "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": 0.5,
+        });
+        match core.invoke("git-retry", &request) {
+            Err(e) => e,
+            Ok(v) => HostError::internal(format!("git-retry answered {v} to a timeout")),
+        }
+    }
+
+    /// A local git step's result, its deadline failure as the core's timeout error.
+    fn local<T>(
+        &self,
+        core: &mut CoreComponent,
+        what: &str,
+        reference: &str,
+        result: Result<T, HostError>,
+    ) -> Result<T, HostError> {
+        result.map_err(|e| {
+            if e.details.contains_key("timedOut") { self.timed_out(core, false, what, reference) } else { e }
+        })
+    }
+
+    /// After a failed fetch or ls-remote (attempt `attempts`): sleeps and answers `Ok` when the core says to
+    /// try again within the budget, else the error (`STORE_PERMISSION`, `STORE_CONTENDED`).
+    fn read_failed(
+        &self,
+        core: &mut CoreComponent,
+        what: &str,
+        reference: &str,
+        ran: &repo::Ran,
+        attempts: u32,
+    ) -> Result<(), HostError> {
+        if ran.timed_out {
+            return Err(self.timed_out(core, true, what, reference));
+        }
+        let outcome = core.invoke("git-push-outcome", &json!({ "exitCode": ran.code.max(1), "stderr": ran.stderr }))?;
+        let retry = core.invoke(
+            "git-retry",
+            &json!({
+                "read": true, "what": what, "ref": reference, "remote": self.remote,
+                "outcome": outcome["outcome"], "detail": outcome["detail"], "attempts": attempts,
+                "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": random_unit(),
+            }),
+        )?;
+        std::thread::sleep(Duration::from_millis(retry["delayMs"].as_u64().unwrap_or(0)));
+        Ok(())
     }
 
     fn cell_ref(&self, core: &mut CoreComponent, env: &str, scope: &str) -> Result<CellRef, HostError> {
@@ -187,20 +313,43 @@ impl Inner {
         Ok(CellRef { dir: dir.to_owned(), full: format!("refs/heads/{}/{seg}", self.prefix) })
     }
 
-    /// Fetches the cell ref: its tip, or `None` when the remote has no such ref. Remembers the tip.
+    /// Fetches the cell ref: its tip, or `None` when the remote has no such ref. Remembers the tip. A
+    /// failed fetch is retried within the budget (the core's `git-retry`).
     fn fetch(&mut self, core: &mut CoreComponent, full: &str) -> Result<Option<String>, HostError> {
         let remote = self.remote.clone();
-        let repo = self.repo()?;
-        let ran = repo.fetch(&remote, &[full.to_owned()])?;
-        let tip = if ran.ok {
-            Some(repo.fetch_head().ok_or_else(|| HostError::internal("git fetch left no FETCH_HEAD"))?)
-        } else if ran.stderr.contains("couldn't find remote ref") {
-            None
-        } else {
-            return Err(read_error(core, &remote, full, &ran));
+        let mut attempts = 0;
+        let tip = loop {
+            attempts += 1;
+            let ran = self.repo(core)?.fetch(&remote, &[full.to_owned()])?;
+            if ran.ok {
+                let head = self.repo(core)?.fetch_head();
+                break Some(head.ok_or_else(|| HostError::internal("git fetch left no FETCH_HEAD"))?);
+            } else if !ran.timed_out && ran.stderr.contains("couldn't find remote ref") {
+                break None;
+            }
+            self.read_failed(core, "the cell", full, &ran, attempts)?;
         };
         self.tips.insert(full.to_owned(), tip.clone());
         Ok(tip)
+    }
+
+    /// The texts of the blobs named `rev:path` (`None` for a missing one): one `git cat-file --batch`,
+    /// parsed by the core (`git-cat-parse`).
+    fn cat(
+        &mut self,
+        core: &mut CoreComponent,
+        specs: &[String],
+        reference: &str,
+    ) -> Result<Vec<Option<String>>, HostError> {
+        if specs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self.repo(core)?.cat(specs);
+        let out = self.local(core, "the cell", reference, out)?;
+        // Latin-1: one character per byte, so that any bytes cross JSON and sizes stay byte counts.
+        let output: String = out.iter().map(|&b| char::from(b)).collect();
+        let parsed = core.invoke("git-cat-parse", &json!({ "output": output, "count": specs.len() }))?;
+        Ok(parsed["objects"].as_array().into_iter().flatten().map(|o| o.as_str().map(str::to_owned)).collect())
     }
 
     /// The cell snapshot at `tip` (`{env, scope, files}`, the files that exist).
@@ -230,9 +379,9 @@ impl Inner {
         let mut seed = Vec::new();
         if let Some(tip) = tip {
             let specs: Vec<String> = names.iter().map(|n| format!("{tip}:{}/{n}", cell.dir)).collect();
-            for (name, got) in names.into_iter().zip(self.repo()?.cat(&specs)?) {
-                if let Some(bytes) = got {
-                    files.insert(name, String::from_utf8_lossy(&bytes).into_owned().into());
+            for (name, got) in names.into_iter().zip(self.cat(core, &specs, &cell.full)?) {
+                if let Some(text) = got {
+                    files.insert(name, text.into());
                 }
             }
         } else {
@@ -253,11 +402,25 @@ impl Inner {
         if self.prefix != legacy::SHARED_PREFIX || cell.dir.starts_with("_locks/") {
             return Ok(Vec::new());
         }
+        if !self.legacy_fetch(core)? {
+            return Ok(Vec::new());
+        }
+        let paths = legacy::paths(self.repo(core)?, &cell.dir)?;
+        let specs: Vec<String> = paths.iter().map(|p| legacy::spec(p)).collect();
+        let texts = self.cat(core, &specs, legacy::BRANCH)?;
+        Ok(paths.into_iter().zip(texts).filter_map(|(p, t)| t.map(|t| (p, t))).collect())
+    }
+
+    /// Fetches the legacy branch (retried within the budget like every read): whether the remote has it.
+    fn legacy_fetch(&mut self, core: &mut CoreComponent) -> Result<bool, HostError> {
         let remote = self.remote.clone();
-        match legacy::fetch(self.repo()?, &remote)? {
-            Ok(true) => legacy::files(self.repo()?, &cell.dir),
-            Ok(false) => Ok(Vec::new()),
-            Err(ran) => Err(read_error(core, &remote, legacy::BRANCH, &ran)),
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match legacy::fetch(self.repo(core)?, &remote)? {
+                Ok(found) => return Ok(found),
+                Err(ran) => self.read_failed(core, "the legacy receipts branch", legacy::BRANCH, &ran, attempts)?,
+            }
         }
     }
 
@@ -270,10 +433,9 @@ impl Inner {
         decide: &mut dyn FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
         kept: &mut Option<PathBuf>,
     ) -> Result<Value, HostError> {
-        let started = Instant::now();
         let (mut attempts, mut rejections) = (0u32, 0u32);
-        let readme = core.invoke("git-readme", &json!({ "parentObject": env == "_locks" }))?;
-        let readme = readme["text"].as_str().unwrap_or_default().to_owned();
+        // The remote's last refusal, for an error after the deadline cut a later attempt short.
+        let mut last_detail = Value::from("");
         loop {
             let (tip, fresh) = match self.tips.get(&cell.full) {
                 Some(tip) => (tip.clone(), false),
@@ -295,25 +457,26 @@ impl Inner {
                 continue;
             }
             let answer = decided?;
-            let mut files = cell_changes(&cell.dir, &changes)?;
-            let (message, what) = describe(env, scope, &changes, old_lock.as_deref());
+            let seed: Vec<Value> = seed.iter().map(|(path, text)| json!({ "path": path, "text": text })).collect();
+            let built = core.invoke(
+                "git-commit",
+                &json!({ "env": env, "scope": scope, "dir": cell.dir, "tip": tip, "changes": changes, "oldLock": old_lock, "seed": seed }),
+            )?;
+            let what = built["what"].as_str().unwrap_or("the change").to_owned();
+            let what = what.as_str();
             if let Some(latest) = changes.iter().find(|c| c["op"] == "write" && c["file"] == "latest.json") {
                 let unpushed = self.unpushed.get_or_insert_with(unpushed_dir).clone();
                 *kept = Some(keep_locally(&unpushed, &cell.dir, latest["content"].as_str().unwrap_or_default())?);
             }
-            let mut root_message = format!("Start receipts for {env}/{scope}");
-            if !seed.is_empty() {
-                // The cell's own ref starts with what the legacy branch held for it (never written itself).
-                let changed: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
-                let kept = seed.into_iter().filter(|(p, _)| !changed.contains(p)).map(|(p, t)| (p, Some(t)));
-                files = kept.chain(files).collect();
-                root_message.push_str(legacy::FROM);
-            }
             let remote = self.remote.clone();
-            let repo = self.repo()?;
-            let commit = repo.commit(tip.as_deref(), &readme, &root_message, &files, &message)?;
-            let ran = repo.push(&remote, &commit, &cell.full, tip.as_deref())?;
-            let outcome = core.invoke("git-push-outcome", &json!({ "exitCode": ran.code, "stderr": ran.stderr }))?;
+            let commit = self.repo(core)?.commit(built["stream"].as_str().unwrap_or_default());
+            let commit = self.local(core, what, &cell.full, commit)?;
+            let ran = self.repo(core)?.push(&remote, &commit, &cell.full, tip.as_deref())?;
+            let outcome = if ran.timed_out {
+                json!({ "outcome": "timeout", "detail": last_detail })
+            } else {
+                core.invoke("git-push-outcome", &json!({ "exitCode": ran.code, "stderr": ran.stderr }))?
+            };
             if outcome["outcome"] == "ok" {
                 self.tips.insert(cell.full.clone(), Some(commit));
                 return Ok(answer);
@@ -323,13 +486,13 @@ impl Inner {
             if outcome["outcome"] == "rejected" {
                 rejections += 1;
             }
+            last_detail = outcome["detail"].clone();
             let retry = core.invoke(
                 "git-retry",
                 &json!({
                     "what": what, "ref": cell.full, "remote": remote, "outcome": outcome["outcome"],
                     "detail": outcome["detail"], "attempts": attempts, "rejections": rejections,
-                    "elapsedMs": u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                    "budgetMs": self.budget_ms, "random": random_unit(),
+                    "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": random_unit(),
                 }),
             )?;
             std::thread::sleep(Duration::from_millis(retry["delayMs"].as_u64().unwrap_or(0)));
@@ -344,15 +507,12 @@ impl Inner {
         env: &str,
         own: &[(String, String)],
     ) -> Result<Vec<(String, String)>, HostError> {
-        let remote = self.remote.clone();
-        match legacy::fetch(self.repo()?, &remote)? {
-            Ok(true) => {}
-            Ok(false) => return Ok(Vec::new()),
-            Err(ran) => return Err(read_error(core, &remote, legacy::BRANCH, &ran)),
+        if !self.legacy_fetch(core)? {
+            return Ok(Vec::new());
         }
         let probe = core.invoke("cell-path", &json!({ "env": env, "scope": "x" }))?;
         let env_dir = probe["dir"].as_str().and_then(|d| d.split('/').next()).unwrap_or(env).to_owned();
-        let dirs = legacy::scope_dirs(self.repo()?, &env_dir)?;
+        let dirs = legacy::scope_dirs(self.repo(core)?, &env_dir)?;
         let names = core.invoke("scope-names", &json!({ "dirs": dirs }))?;
         let mut found = Vec::new();
         for name in names["scopes"].as_array().cloned().unwrap_or_default() {
@@ -372,12 +532,16 @@ impl Inner {
             probe["segment"].as_str().ok_or_else(|| HostError::internal("list-cells answered without `segment`"))?;
         let base = format!("refs/heads/{}/{env_seg}/", self.prefix);
         let remote = self.remote.clone();
-        let mut attempt = 0;
+        let (mut attempt, mut failures) = (0, 0);
         loop {
             attempt += 1;
-            let listed = match self.repo()?.ls_remote(&remote, &format!("{base}*"))? {
+            let listed = match self.repo(core)?.ls_remote(&remote, &format!("{base}*"))? {
                 Ok(refs) => refs,
-                Err(ran) => return Err(read_error(core, &remote, &base, &ran)),
+                Err(ran) => {
+                    failures += 1;
+                    self.read_failed(core, "the list of scopes", &base, &ran, failures)?;
+                    continue;
+                }
             };
             let segs: Vec<String> = listed
                 .iter()
@@ -403,12 +567,14 @@ impl Inner {
             }
             let specs: Vec<String> =
                 cells.iter().enumerate().map(|(i, (seg, _, _))| format!("+{base}{seg}:refs/baton-list/{i}")).collect();
-            let ran = if specs.is_empty() { None } else { Some(self.repo()?.fetch(&remote, &specs)?) };
+            let ran = if specs.is_empty() { None } else { Some(self.repo(core)?.fetch(&remote, &specs)?) };
             if let Some(ran) = ran.filter(|r| !r.ok) {
-                if ran.stderr.contains("couldn't find remote ref") && attempt < 3 {
+                if !ran.timed_out && ran.stderr.contains("couldn't find remote ref") && attempt < 3 {
                     continue; // a ref deleted between ls-remote and fetch
                 }
-                return Err(read_error(core, &remote, &base, &ran));
+                failures += 1;
+                self.read_failed(core, "the list of scopes", &base, &ran, failures)?;
+                continue;
             }
             // (scope, the spec of its latest.json): the cells' own refs, then (with the original's prefix)
             // the scopes found only on its legacy branch.
@@ -421,64 +587,15 @@ impl Inner {
                 found.extend(self.legacy_list(core, env, &found)?);
             }
             let specs: Vec<String> = found.iter().map(|(_, s)| s.clone()).collect();
-            let texts = self.repo()?.cat(&specs)?;
-            return Ok(found
+            let texts = self.cat(core, &specs, &base)?;
+            let mut out: Vec<Value> = found
                 .into_iter()
                 .zip(texts)
-                .map(|((scope, _), text)| {
-                    json!({ "scope": scope, "text": text.map(|b| String::from_utf8_lossy(&b).into_owned()) })
-                })
-                .collect());
+                .map(|((scope, _), text)| json!({ "scope": scope, "text": text }))
+                .collect();
+            out.sort_by(|a, b| a["scope"].as_str().cmp(&b["scope"].as_str()));
+            return Ok(out);
         }
-    }
-}
-
-/// The files of a change set as paths in the ref's tree; refuses anything outside the cell.
-fn cell_changes(dir: &str, changes: &[Value]) -> Result<Vec<(String, Option<String>)>, HostError> {
-    changes
-        .iter()
-        .map(|change| {
-            let file = change["file"]
-                .as_str()
-                .filter(|f| !f.is_empty() && !f.contains('/') && !f.starts_with('.') && !f.contains(['\n', '"', '\\']));
-            let Some(file) = file else {
-                return Err(HostError::internal(format!("the core asked for a change outside the cell: {change}")));
-            };
-            match change["op"].as_str() {
-                Some("write") => {
-                    Ok((format!("{dir}/{file}"), Some(change["content"].as_str().unwrap_or_default().into())))
-                }
-                Some("delete") => Ok((format!("{dir}/{file}"), None)),
-                _ => Err(HostError::internal(format!("unknown change from the core: {change}"))),
-            }
-        })
-        .collect()
-}
-
-/// The commit message of a change set and what it is, for messages (`lock`, `renew`, `receipt`, `unlock`).
-fn describe(env: &str, scope: &str, changes: &[Value], old_lock: Option<&str>) -> (String, &'static str) {
-    let parse = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or(Value::Null);
-    let find = |file: &str| changes.iter().find(|c| c["file"] == file);
-    let old = parse(old_lock);
-    if let Some(latest) = find("latest.json").filter(|c| c["op"] == "write") {
-        let r = parse(latest["content"].as_str());
-        let (run, status) = (r["runId"].as_str().unwrap_or("?"), r["status"].as_str().unwrap_or("?"));
-        return (format!("receipt {env}/{scope} {run} ({status})"), "a receipt");
-    }
-    match find("lock.json") {
-        Some(c) if c["op"] == "delete" => {
-            (format!("unlock {env}/{scope} {}", old["holder"].as_str().unwrap_or("?")), "the unlock")
-        }
-        Some(c) => {
-            let new = parse(c["content"].as_str());
-            let (holder, epoch) = (new["holder"].as_str().unwrap_or("?"), &new["epoch"]);
-            if old["holder"] == new["holder"] && old["epoch"] == new["epoch"] {
-                (format!("renew {env}/{scope} {holder}"), "the renewal")
-            } else {
-                (format!("lock {env}/{scope} {holder} (epoch {epoch})"), "the lock")
-            }
-        }
-        None => (format!("update {env}/{scope}"), "the change"),
     }
 }
 
@@ -530,28 +647,6 @@ fn remove_pruned(path: &Path) {
         }
         dir = d.parent();
     }
-}
-
-/// A failed fetch or ls-remote: `STORE_PERMISSION` when the credentials cannot see the remote (or it is
-/// unreachable), else `INTERNAL` with git's last line.
-fn read_error(core: &mut CoreComponent, remote: &str, what: &str, ran: &repo::Ran) -> HostError {
-    let classified = core.invoke("git-push-outcome", &json!({ "exitCode": ran.code.max(1), "stderr": ran.stderr }));
-    let (outcome, detail) = match &classified {
-        Ok(v) => (v["outcome"].as_str().unwrap_or("other"), v["detail"].as_str().unwrap_or_default()),
-        Err(_) => ("other", ""),
-    };
-    let label = redact_text(core, remote);
-    let err = if outcome == "permission" {
-        HostError::new(
-            "STORE_PERMISSION",
-            format!(
-                "Cannot read the store remote {label} ({what}): it does not exist, is unreachable, or these credentials cannot read it. Grant them read and write access to the repository (in GitHub Actions: `permissions: {{ contents: write }}`). ({detail})"
-            ),
-        )
-    } else {
-        HostError::internal(format!("git could not read {what} from {label}: {detail}"))
-    };
-    err.with("ref", what).with("remote", label)
 }
 
 fn redact_text(core: &mut CoreComponent, text: &str) -> String {

@@ -8,6 +8,7 @@ pub mod dir;
 pub mod faults;
 pub mod git;
 pub mod mutex;
+pub mod process;
 
 pub use dir::DirStore;
 pub use git::{GitEnv, GitStore};
@@ -34,6 +35,14 @@ impl Store {
         }
     }
 
+    /// The budget of one store operation (`BATON_STORE_BUDGET_MS`), for stores that have one (git).
+    pub fn budget_ms(&self) -> Option<u64> {
+        match self {
+            Self::Dir(_) => None,
+            Self::Git(s) => Some(s.budget_ms()),
+        }
+    }
+
     /// The spec a child process (`baton run`'s command) needs to open the same store: [`Self::spec`] with
     /// the credentials a git remote URL may carry.
     pub fn export_spec(&self) -> String {
@@ -45,6 +54,7 @@ impl Store {
 
     /// One transaction on the cell `env/scope`: load the snapshot, read the wall clock, ask `decide` (which
     /// calls the core), commit the `changes` of its answer only if the cell did not change meanwhile.
+    /// Bounded by the store budget (`BATON_STORE_BUDGET_MS`).
     pub fn transact(
         &self,
         core: &mut CoreComponent,
@@ -52,9 +62,23 @@ impl Store {
         scope: &str,
         decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
+        self.transact_until(core, env, scope, None, decide)
+    }
+
+    /// [`Self::transact`], ended by `deadline` at the latest (a lease's `store_deadline`): what still runs
+    /// then is killed and the transaction fails with `STORE_CONTENDED`. The dir store's own bound is its
+    /// mutex wait.
+    pub fn transact_until(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        deadline: Option<std::time::Instant>,
+        decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
+    ) -> Result<Value, HostError> {
         let answer = match self {
             Self::Dir(s) => s.transact(core, env, scope, decide),
-            Self::Git(s) => s.transact(core, env, scope, decide),
+            Self::Git(s) => s.transact(core, env, scope, deadline, decide),
         };
         faults::faults().reply(answer.map_err(|e| e.classified(core)))
     }

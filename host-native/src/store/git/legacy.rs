@@ -14,9 +14,6 @@ pub(super) const BRANCH: &str = "refs/heads/sponson/receipts";
 /// Where the clone keeps its last fetch of it.
 const LOCAL: &str = "refs/baton-legacy";
 
-/// The commit message suffix of a cell ref started from the legacy branch.
-pub(super) const FROM: &str = " (from sponson/receipts)";
-
 /// Fetches the legacy branch: `Ok(true)` when it exists (then at [`LOCAL`]), `Ok(false)` when the remote
 /// has none, or the failed run for the caller to classify.
 pub(super) fn fetch(repo: &Repo, remote: &str) -> Result<Result<bool, super::repo::Ran>, HostError> {
@@ -30,8 +27,9 @@ pub(super) fn fetch(repo: &Repo, remote: &str) -> Result<Result<bool, super::rep
     }
 }
 
-/// The files under `dir/` on the fetched legacy branch, as `(tree path, text)`, sorted by path.
-pub(super) fn files(repo: &Repo, dir: &str) -> Result<Vec<(String, String)>, HostError> {
+/// The paths of the files under `dir/` on the fetched legacy branch, sorted (read their texts with
+/// [`spec`] through the store's `cat`).
+pub(super) fn paths(repo: &Repo, dir: &str) -> Result<Vec<String>, HostError> {
     let ran = repo.run(&["ls-tree", "-r", "-z", "--name-only", LOCAL, "--", &format!("{dir}/")], None)?;
     if !ran.ok {
         return Err(HostError::internal(format!("git ls-tree of the legacy branch failed: {}", ran.stderr.trim())));
@@ -44,13 +42,12 @@ pub(super) fn files(repo: &Repo, dir: &str) -> Result<Vec<(String, String)>, Hos
         .filter(|p| p.strip_prefix(dir).is_some_and(|rest| rest.starts_with('/')))
         .collect();
     paths.sort();
-    let specs: Vec<String> = paths.iter().map(|p| format!("{LOCAL}:{p}")).collect();
-    let texts = repo.cat(&specs)?;
-    Ok(paths
-        .into_iter()
-        .zip(texts)
-        .filter_map(|(p, t)| t.map(|b| (p, String::from_utf8_lossy(&b).into_owned())))
-        .collect())
+    Ok(paths)
+}
+
+/// The `cat-file` spec of tree path `path` on the fetched legacy branch.
+pub(super) fn spec(path: &str) -> String {
+    format!("{LOCAL}:{path}")
 }
 
 /// The scope directories of `env_dir/` on the fetched legacy branch.

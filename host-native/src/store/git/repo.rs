@@ -1,12 +1,19 @@
 //! The private working clone of a git store and the `git` invocations on it. A bare repository in a
-//! directory only the user can read (created like `mkdtemp`), removed when the last handle goes or, at the
-//! latest, when the process exits normally.
+//! directory only the user can read, named by the core after its process (`git-clone-name`: pid and start
+//! time), removed when the last handle goes or, at the latest, when the process exits normally; a later
+//! process removes the clones of processes killed before they could ([`sweep`]).
+//!
+//! Every git process runs in its own process group with a deadline: when it passes, the whole group
+//! (git, its `git-remote-*` helper, ssh) is killed and the run reports `timed_out`.
 
 use crate::error::HostError;
+use serde_json::Value;
 use std::io::{ErrorKind, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Clones not yet removed, so that an exit that skips destructors (the store worker thread may still hold
 /// a handle when `main` returns) still removes them.
@@ -38,6 +45,8 @@ pub(super) struct Ran {
     pub(super) stdout: Vec<u8>,
     /// stderr (and for pushes stdout too), lossily decoded.
     pub(super) stderr: String,
+    /// The deadline passed and the process group was killed.
+    pub(super) timed_out: bool,
 }
 
 /// The environment of every `git` a store runs, as the core's `git-env` operation gives it: the variables
@@ -67,17 +76,24 @@ impl GitEnv {
 pub(super) struct Repo {
     dir: PathBuf,
     env: GitEnv,
+    /// When the current store operation's git processes must have finished (see [`Self::set_deadline`]).
+    deadline: std::cell::Cell<Option<Instant>>,
 }
 
 impl Repo {
-    /// Creates a fresh clone directory `baton-git-<hash of remote>-<random>` (mode 0700) under the temp dir.
-    pub(super) fn create(remote: &str, extra_config: &str, env: GitEnv) -> Result<Self, HostError> {
+    /// Creates a fresh clone directory (mode 0700) under the temp dir, named `name(random)` (the core's
+    /// `git-clone-name`), and initialises it by `deadline`. `env` is the core's `git-env`.
+    pub(super) fn create(
+        name: &mut dyn FnMut(&str) -> Result<String, HostError>,
+        extra_config: &str,
+        env: GitEnv,
+        deadline: Option<Instant>,
+    ) -> Result<Self, HostError> {
         use std::os::unix::fs::DirBuilderExt;
         let base = std::env::temp_dir();
-        let hash = fnv(remote.as_bytes());
         let mut tries = 0;
         let dir = loop {
-            let dir = base.join(format!("baton-git-{hash:012x}-{}", super::super::mutex::random_hex(4)));
+            let dir = base.join(name(&super::super::mutex::random_hex(4))?);
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => break dir,
                 Err(e) if e.kind() == ErrorKind::AlreadyExists && tries < 16 => tries += 1,
@@ -87,8 +103,11 @@ impl Repo {
             }
         };
         register(&dir);
-        let repo = Self { dir, env };
+        let repo = Self { dir, env, deadline: std::cell::Cell::new(deadline) };
         let ran = repo.run(&["init", "-q", "--bare"], None)?;
+        if ran.timed_out {
+            return Err(late("git init"));
+        }
         if !ran.ok {
             return Err(HostError::internal(format!("git init failed: {}", ran.stderr.trim())));
         }
@@ -103,7 +122,12 @@ impl Repo {
         Ok(repo)
     }
 
-    /// Runs `git args` in the clone with `stdin`.
+    /// Sets the deadline of the git processes that follow (`None`: none).
+    pub(super) fn set_deadline(&self, deadline: Option<Instant>) {
+        self.deadline.set(deadline);
+    }
+
+    /// Runs `git args` in the clone with `stdin`, killed with its process group at the deadline.
     pub(super) fn run(&self, args: &[&str], stdin: Option<Vec<u8>>) -> Result<Ran, HostError> {
         let mut cmd = Command::new("git");
         // No background maintenance in a throwaway clone; fast-import keeps its small pack (no unpacking).
@@ -114,12 +138,26 @@ impl Repo {
             .args(args)
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            // Its own process group, so that a deadline kills git's helpers (git-remote-http, ssh) too.
+            .process_group(0);
         // The core's `git-env`: nothing of the caller's repository, no prompt, untranslated messages.
         for var in &self.env.remove {
             cmd.env_remove(var);
         }
         cmd.envs(self.env.set.iter().map(|(k, v)| (k, v)));
+        // Out of baton's process group, git would outlive a baton killed with its group (a CI runner's
+        // cancel): it dies with the thread that started it instead.
+        #[cfg(target_os = "linux")]
+        #[allow(unsafe_code)]
+        // SAFETY: the closure runs in the forked child before exec and only calls prctl(2), which is
+        // async-signal-safe; it touches no memory of the parent.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
         let mut child = cmd.spawn().map_err(|e| HostError::io("cannot run git (is it installed?)", &e))?;
         let writer = match (stdin, child.stdin.take()) {
             (Some(bytes), Some(mut pipe)) => Some(std::thread::spawn(move || {
@@ -135,16 +173,41 @@ impl Repo {
             }
             buf
         });
-        let mut stdout = Vec::new();
-        if let Some(mut p) = child.stdout.take() {
-            let _ = p.read_to_end(&mut stdout);
-        }
-        let status = child.wait().map_err(|e| HostError::io("git did not finish", &e))?;
-        if let Some(w) = writer {
+        let mut stdout_pipe = child.stdout.take();
+        let out_reader = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(p) = stdout_pipe.as_mut() {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        });
+        let pid = child.id();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || drop(done_tx.send(child.wait())));
+        let remaining = self.deadline.get().map(|d| d.saturating_duration_since(Instant::now()));
+        let (status, timed_out) = match remaining {
+            None => (done.recv().ok(), false),
+            Some(left) => match done.recv_timeout(left) {
+                Ok(status) => (Some(status), false),
+                Err(_) => {
+                    kill_group(pid);
+                    (done.recv().ok(), true)
+                }
+            },
+        };
+        let status = status
+            .unwrap_or_else(|| Err(std::io::Error::other("the waiting thread ended")))
+            .map_err(|e| HostError::io("git did not finish", &e))?;
+        // A helper that left the group may still hold a pipe: never wait for it past a short grace.
+        let grace = Duration::from_millis(if timed_out { 200 } else { 5_000 });
+        let stdout = join_within(out_reader, grace);
+        if let Some(w) = writer
+            && !timed_out
+        {
             let _ = w.join();
         }
-        let stderr = String::from_utf8_lossy(&err_reader.join().unwrap_or_default()).into_owned();
-        Ok(Ran { ok: status.success(), code: status.code().unwrap_or(-1), stdout, stderr })
+        let stderr = String::from_utf8_lossy(&join_within(err_reader, grace)).into_owned();
+        Ok(Ran { ok: status.success() && !timed_out, code: status.code().unwrap_or(-1), stdout, stderr, timed_out })
     }
 
     /// `git fetch` of `refspecs` from `remote` (shallow). On success the first fetched commit is in
@@ -162,83 +225,28 @@ impl Repo {
         oid.chars().all(|c| c.is_ascii_hexdigit()).then(|| oid.to_owned())
     }
 
-    /// Reads objects named `rev:path` with one `git cat-file --batch`; `None` for a missing one.
-    pub(super) fn cat(&self, specs: &[String]) -> Result<Vec<Option<Vec<u8>>>, HostError> {
-        if specs.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// The output of one `git cat-file --batch` for objects named `rev:path` (the core parses it:
+    /// `git-cat-parse`).
+    pub(super) fn cat(&self, specs: &[String]) -> Result<Vec<u8>, HostError> {
         let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
         let ran = self.run(&["cat-file", "--batch"], Some(input.into_bytes()))?;
+        if ran.timed_out {
+            return Err(late("git cat-file"));
+        }
         if !ran.ok {
             return Err(HostError::internal(format!("git cat-file failed: {}", ran.stderr.trim())));
         }
-        let out = ran.stdout;
-        let mut at = 0;
-        let mut objects = Vec::with_capacity(specs.len());
-        for _ in specs {
-            let end = out[at..].iter().position(|&b| b == b'\n').map(|i| at + i);
-            let Some(end) = end else {
-                return Err(HostError::internal("git cat-file answered less than asked"));
-            };
-            let header = String::from_utf8_lossy(&out[at..end]).into_owned();
-            at = end + 1;
-            let mut parts = header.split(' ');
-            let (_, kind, size) = (parts.next(), parts.next(), parts.next().and_then(|s| s.parse::<usize>().ok()));
-            match (kind, size) {
-                (Some("blob" | "tree" | "commit" | "tag"), Some(size)) if at + size <= out.len() => {
-                    objects.push((kind == Some("blob")).then(|| out[at..at + size].to_vec()));
-                    at += size + 1;
-                }
-                _ => objects.push(None), // `<spec> missing` (or ambiguous)
-            }
-        }
-        Ok(objects)
+        Ok(ran.stdout)
     }
 
-    /// Builds a commit with one `git fast-import`: on `parent` (or, without one, on a new root commit
-    /// holding only `README.md` with message `root_message`), setting `README.md` and applying `files`
-    /// (`(path, Some(content))` writes, `(path, None)` deletes). Returns the new commit.
-    pub(super) fn commit(
-        &self,
-        parent: Option<&str>,
-        readme: &str,
-        root_message: &str,
-        files: &[(String, Option<String>)],
-        message: &str,
-    ) -> Result<String, HostError> {
-        fn data(s: &mut Vec<u8>, text: &str) {
-            s.extend_from_slice(format!("data {}\n", text.len()).as_bytes());
-            s.extend_from_slice(text.as_bytes());
-            s.push(b'\n');
+    /// Builds a commit with one `git fast-import` of `stream` (the core's `git-commit`). Returns the new
+    /// commit.
+    pub(super) fn commit(&self, stream: &str) -> Result<String, HostError> {
+        let ran =
+            self.run(&["fast-import", "--quiet", "--force", "--date-format=now"], Some(stream.as_bytes().to_vec()))?;
+        if ran.timed_out {
+            return Err(late("git fast-import"));
         }
-        let mut s = Vec::new();
-        s.extend_from_slice(b"reset refs/baton/new\n");
-        let from = match parent {
-            Some(p) => format!("from {p}\n"),
-            None => {
-                s.extend_from_slice(b"commit refs/baton/new\nmark :1\ncommitter baton <baton@localhost> now\n");
-                data(&mut s, root_message);
-                s.extend_from_slice(b"M 100644 inline README.md\n");
-                data(&mut s, readme);
-                "from :1\n".to_owned()
-            }
-        };
-        s.extend_from_slice(b"commit refs/baton/new\nmark :2\ncommitter baton <baton@localhost> now\n");
-        data(&mut s, message);
-        s.extend_from_slice(from.as_bytes());
-        s.extend_from_slice(b"M 100644 inline README.md\n");
-        data(&mut s, readme);
-        for (path, content) in files {
-            match content {
-                Some(text) => {
-                    s.extend_from_slice(format!("M 100644 inline {path}\n").as_bytes());
-                    data(&mut s, text);
-                }
-                None => s.extend_from_slice(format!("D {path}\n").as_bytes()),
-            }
-        }
-        s.extend_from_slice(b"get-mark :2\n");
-        let ran = self.run(&["fast-import", "--quiet", "--force", "--date-format=now"], Some(s))?;
         let oid = String::from_utf8_lossy(&ran.stdout).trim().to_owned();
         if !ran.ok || oid.is_empty() {
             return Err(HostError::internal(format!("git fast-import failed: {}", ran.stderr.trim())));
@@ -289,14 +297,60 @@ impl Drop for Repo {
     }
 }
 
-/// FNV-1a, 48 bits: names the clone directory after the remote without revealing it.
-fn fnv(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// A local git step killed at the deadline (`timedOut`: the store turns it into the core's timeout error).
+fn late(what: &str) -> HostError {
+    HostError::internal(format!("{what} did not finish by the store operation's deadline")).with("timedOut", true)
+}
+
+/// SIGKILL to the process group `pid` leads (git and every helper it started).
+fn kill_group(pid: u32) {
+    if let Ok(pid) = libc::pid_t::try_from(pid) {
+        #[allow(unsafe_code)]
+        // SAFETY: kill(2) with a negative pid signals the process group we created for this git; no memory
+        // is involved.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
     }
-    h & 0xffff_ffff_ffff
+}
+
+/// The bytes a reader thread collected, or what it has not: nothing, if it does not finish within `grace`.
+fn join_within(reader: std::thread::JoinHandle<Vec<u8>>, grace: Duration) -> Vec<u8> {
+    let until = Instant::now() + grace;
+    while !reader.is_finished() {
+        if Instant::now() >= until {
+            return Vec::new();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    reader.join().unwrap_or_default()
+}
+
+/// The core's `git-stale-clones` (names, looked-up processes) as the sweep calls it; `None` when it failed.
+pub(super) type StaleVerdict<'a> = dyn FnMut(&[String], Option<&Value>) -> Option<Value> + 'a;
+
+/// Removes the clones in the temp dir whose process no longer exists (the core's `git-stale-clones`:
+/// pid and start time, a zombie counts as gone); clones of live processes, and directories the core does
+/// not recognise as clones, stay. Best effort: a clone that cannot be removed is left.
+pub(super) fn sweep(stale: &mut StaleVerdict<'_>) {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    let names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("baton-git-"))
+        .collect();
+    if names.is_empty() {
+        return;
+    }
+    let Some(asked) = stale(&names, None) else { return };
+    let mut processes = serde_json::Map::new();
+    for pid in asked["pids"].as_array().into_iter().flatten().filter_map(Value::as_u64) {
+        let start = u32::try_from(pid).ok().and_then(crate::store::process::start_time);
+        processes.insert(pid.to_string(), start.map_or(Value::Null, Value::from));
+    }
+    let Some(answer) = stale(&names, Some(&Value::Object(processes))) else { return };
+    for name in answer["stale"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+        let _ = std::fs::remove_dir_all(std::env::temp_dir().join(name));
+    }
 }
 
 /// The `http.<url>.extraheader` settings of the repository in the current directory (how CI checkouts,
