@@ -22,6 +22,8 @@ fn a_lock_the_original_creates_meanwhile_is_never_replaced() {
     let root = std::env::temp_dir().join(format!("baton-compat-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let cell = root.join("preview").join("pr-1");
+    // The cell exists (a free scope that ran before): the store decides under its mutex from the start.
+    std::fs::create_dir_all(&cell).unwrap();
     let mut core = CoreComponent::load().unwrap();
     let store = DirStore::new(&root, std::time::Duration::from_secs(30));
     let mut decisions = 0;

@@ -3,7 +3,7 @@
 // naming it. The races of the same thing are tests/cross-host/sponson-compat.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync, linkSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync, linkSync, readFileSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,6 +24,8 @@ function originalCreates(cellDir, holder) {
 test('a lock the original creates between our load and our commit is never replaced: decide again, LOCK_HELD', async () => {
   const root = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'baton-compat-')));
   const cellDir = path.join(root, 'preview', 'pr-1');
+  // The cell exists (a free scope that ran before): the store decides under its mutex from the start.
+  mkdirSync(cellDir, { recursive: true });
   let decisions = 0;
   const outcome = await transact(root, { env: 'preview', scope: 'pr-1' }, (cell, nowMs) => {
     decisions += 1;
