@@ -1,34 +1,18 @@
 //! The host loop of a run (`baton_core::run`): carries out the run machine's actions, nothing else. Shared
 //! by `baton run`, `baton destroy`, `baton lock-object` and `baton lock acquire`.
 //!
-//! Store requests run one at a time on a dedicated worker thread with its own instance of the component,
-//! so a slow store never blocks the loop (timers, signals and the command's exit are still seen), and a
-//! renewal and a receipt write of this run never interleave in the store (they queue in order).
+//! Store requests run on the store worker (`worker`), so a slow store never blocks the loop: timers, signals
+//! and the command's exit are still seen.
 
 use crate::engine::{CoreComponent, RunRef};
 use crate::error::HostError;
 use crate::output::note;
 use crate::store::Store;
 use crate::work::{Running, Work};
+use crate::worker::{Job, Results};
 use serde_json::{Map, Value, json};
 use std::time::Instant;
 use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
-
-/// Store results as the worker sends them: request id and `{"ok"|"error": ...}`.
-type Results = mpsc::UnboundedReceiver<(u64, Value)>;
-
-/// One store transaction for the worker.
-struct Job {
-    id: u64,
-    op: String,
-    request: Value,
-    env: String,
-    scope: String,
-    read: bool,
-    /// When the store must have given up (the machine's `deadlineMs`): what still runs then is killed.
-    deadline: Option<Instant>,
-}
 
 /// The run's verdict as the machine decided it.
 pub struct Verdict {
@@ -198,45 +182,10 @@ impl Loop {
 
     /// Starts the store worker; returns its results channel and the run's own cell.
     fn start_worker(&mut self, store: Store) -> Result<(Results, String, String), HostError> {
-        let (jobs, job_rx) = std::sync::mpsc::channel::<Job>();
-        let (result_tx, results) = mpsc::unbounded_channel();
-        std::thread::Builder::new()
-            .name("baton-store".into())
-            .spawn(move || {
-                let mut worker_core = CoreComponent::load();
-                for job in job_rx {
-                    let outcome = match worker_core.as_mut() {
-                        Ok(core) => transact(core, &store, &job),
-                        Err(e) => json!({ "error": e.to_json() }),
-                    };
-                    if result_tx.send((job.id, outcome)).is_err() {
-                        break;
-                    }
-                }
-            })
-            .map_err(|e| HostError::io("cannot start the store worker", &e))?;
+        let (jobs, results) = crate::worker::spawn(store)?;
         self.jobs = Some(jobs);
         let (env, scope) = self.call(|core, run| core.run_cell(run))?;
         Ok((results, env, scope))
-    }
-}
-
-/// Runs one store request as a cell transaction (or a read) and returns `{"ok": answer}` or `{"error": ...}`.
-fn transact(core: &mut CoreComponent, store: &Store, job: &Job) -> Value {
-    let f = |core: &mut CoreComponent, cell: Value, now: i64| {
-        let mut request = job.request.clone();
-        request["cell"] = cell;
-        request["nowMs"] = now.into();
-        core.invoke(&job.op, &request)
-    };
-    let result = if job.read {
-        store.read(core, &job.env, &job.scope, f)
-    } else {
-        store.transact_until(core, &job.env, &job.scope, job.deadline, f)
-    };
-    match result {
-        Ok(answer) => json!({ "ok": answer }),
-        Err(e) => json!({ "error": e.to_json() }),
     }
 }
 

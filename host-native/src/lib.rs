@@ -14,3 +14,4 @@ pub mod error;
 pub mod output;
 pub mod store;
 pub mod work;
+mod worker;
