@@ -1,18 +1,17 @@
 //! The run state machine. See the module doc of [`crate::run`] for the contract.
 
 use super::action::{CellRef, HostSignal, RunAction, Verdict, WorkEnd, WorkSignal};
-use super::config::{Checked, Job, RunConfig};
+use super::config::{Checked, RunConfig};
 use super::verdict::{self, Facts};
-use crate::error::{CoreError, ErrorCode};
+use crate::error::CoreError;
 use crate::lease::{Action, LeaseEvent, LeaseMachine, Mono, StoreResult};
-use crate::ownership::{handover_ttl_ms, predecessor_of};
 use crate::time::human_ms;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Where the run is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Phase {
+pub(super) enum Phase {
     Idle,
     Acquiring,
     /// The checkpoint receipt (and a destroy's plan) is being written; the work has not started.
@@ -29,7 +28,7 @@ enum Phase {
 
 /// The run's own store step in flight (at most one at a time; the lease's requests are separate).
 #[derive(Clone, Debug, PartialEq)]
-enum Step {
+pub(super) enum Step {
     ReadPredecessor,
     RunBegin,
     DestroyPlan,
@@ -41,39 +40,39 @@ enum Step {
 
 /// What comes after the final receipt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Then {
+pub(super) enum Then {
     Release,
     Hold,
 }
 
 /// A cancel in progress.
 #[derive(Clone, Copy, Debug)]
-struct Cancel {
-    first: HostSignal,
-    count: u32,
+pub(super) struct Cancel {
+    pub(super) first: HostSignal,
+    pub(super) count: u32,
 }
 
 /// One run of a scope (or a parent object, or a plain acquire) from approval to verdict. See [`crate::run`].
 #[derive(Debug)]
 pub struct RunMachine {
-    cfg: Checked,
-    lease: LeaseMachine,
-    phase: Phase,
-    next_id: u64,
+    pub(super) cfg: Checked,
+    pub(super) lease: LeaseMachine,
+    pub(super) phase: Phase,
+    pub(super) next_id: u64,
     /// Run action id -> lease machine request id.
-    lease_ids: BTreeMap<u64, u64>,
-    step: Option<(u64, Step)>,
-    then: Then,
-    actions: VecDeque<RunAction>,
-    facts: Facts,
+    pub(super) lease_ids: BTreeMap<u64, u64>,
+    pub(super) step: Option<(u64, Step)>,
+    pub(super) then: Then,
+    pub(super) actions: VecDeque<RunAction>,
+    pub(super) facts: Facts,
     /// The predecessor scope (a PR's head branch) and whether it has a receipt to inherit from.
-    predecessor: Option<String>,
-    predecessor_text: Option<String>,
-    cancel: Option<Cancel>,
-    term_at: Option<Mono>,
-    kill_at: Option<Mono>,
+    pub(super) predecessor: Option<String>,
+    pub(super) predecessor_text: Option<String>,
+    pub(super) cancel: Option<Cancel>,
+    pub(super) term_at: Option<Mono>,
+    pub(super) kill_at: Option<Mono>,
     /// The host's clock at the latest call: the run's own store steps get their deadline from it.
-    now: Mono,
+    pub(super) now: Mono,
 }
 
 impl RunMachine {
@@ -327,34 +326,34 @@ impl RunMachine {
 
     // --- internals ---
 
-    fn id(&mut self) -> u64 {
+    pub(super) fn id(&mut self) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         id
     }
 
-    fn note(&mut self, text: String) {
+    pub(super) fn note(&mut self, text: String) {
         self.actions.push_back(RunAction::Note { text });
     }
 
-    fn warn(&mut self, text: String) {
+    pub(super) fn warn(&mut self, text: String) {
         self.facts.warnings.push(text.clone());
         self.actions.push_back(RunAction::Warning { text });
     }
 
-    fn work_signal(&mut self, signal: WorkSignal) {
+    pub(super) fn work_signal(&mut self, signal: WorkSignal) {
         self.actions.push_back(RunAction::Signal { signal });
     }
 
-    fn epoch(&self) -> u64 {
+    pub(super) fn epoch(&self) -> u64 {
         self.facts.epoch
     }
 
-    fn own_step(&mut self, step: Step, op: &'static str, request: Value) {
+    pub(super) fn own_step(&mut self, step: Step, op: &'static str, request: Value) {
         self.store_step(step, None, op, request);
     }
 
-    fn store_step(&mut self, step: Step, cell: Option<CellRef>, op: &'static str, mut request: Value) {
+    pub(super) fn store_step(&mut self, step: Step, cell: Option<CellRef>, op: &'static str, mut request: Value) {
         let id = self.id();
         if cell.is_none() {
             request["holder"] = json!(self.holder());
@@ -366,7 +365,7 @@ impl RunMachine {
     }
 
     /// Moves the lease machine's actions out, answering its events, until it has nothing more to say.
-    fn pump(&mut self, now: Mono) {
+    pub(super) fn pump(&mut self, now: Mono) {
         while let Some(action) = self.lease.poll_action() {
             match action {
                 Action::Store { id: lease_id, op, request, deadline_ms } => {
@@ -379,7 +378,7 @@ impl RunMachine {
         }
     }
 
-    fn on_lease_event(&mut self, event: LeaseEvent, now: Mono) {
+    pub(super) fn on_lease_event(&mut self, event: LeaseEvent, now: Mono) {
         self.actions.push_back(RunAction::Lease { event: event.clone() });
         match event {
             LeaseEvent::Acquired { lock, epoch, preempted, warning } => {
@@ -427,7 +426,7 @@ impl RunMachine {
         }
     }
 
-    fn on_lost(&mut self, error: Value, grace_ms: u64, now: Mono) {
+    pub(super) fn on_lost(&mut self, error: Value, grace_ms: u64, now: Mono) {
         if self.facts.lost.is_none() {
             self.facts.lost = Some(error.clone());
         }
@@ -441,264 +440,7 @@ impl RunMachine {
         }
     }
 
-    /// After the grant: the checkpoint receipt (with the predecessor's receipt read first), then the work.
-    fn begin(&mut self, now: Mono) {
-        self.phase = Phase::Beginning;
-        match self.cfg.job {
-            Job::Acquire => {
-                self.facts.keep_lock = true;
-                self.done(now);
-            }
-            Job::Object => self.start_work(None),
-            Job::Run | Job::Destroy => {
-                let ctx = &self.cfg.context;
-                let pred = if self.cfg.job == Job::Run {
-                    predecessor_of(&ctx.scope, ctx.branch.as_deref(), ctx.pr)
-                } else {
-                    None
-                };
-                let env = ctx.env.clone();
-                match pred {
-                    Some(p) => {
-                        let id = self.id();
-                        let cell = CellRef { env, scope: p.clone() };
-                        self.predecessor = Some(p);
-                        self.step = Some((id, Step::ReadPredecessor));
-                        let request = json!({ "file": crate::receipt::LATEST_FILE });
-                        let deadline_ms = self.lease.store_deadline(self.now);
-                        self.actions.push_back(RunAction::Read { id, cell, op: "cell-file", request, deadline_ms });
-                    }
-                    None => self.send_run_begin(),
-                }
-            }
-        }
-    }
-
-    fn send_run_begin(&mut self) {
-        // Only a predecessor with a receipt takes part: nothing is made for a branch that never ran.
-        let predecessor = match (&self.predecessor, &self.predecessor_text) {
-            (Some(scope), Some(text)) => json!({ "scope": scope, "text": text }),
-            _ => Value::Null,
-        };
-        let request = json!({
-            "context": self.cfg.context,
-            "hashKey": self.cfg.hash_key,
-            "lockPreempted": self.facts.preempted.get("holder"),
-            "approvedBy": self.cfg.approved_by,
-            "destroy": self.cfg.job == Job::Destroy,
-            "predecessor": predecessor,
-        });
-        self.own_step(Step::RunBegin, "run-begin", request);
-    }
-
-    fn start_work(&mut self, delete: Option<Vec<Value>>) {
-        self.phase = Phase::Working;
-        let epoch = self.epoch();
-        let mut env = BTreeMap::new();
-        env.insert("BATON_ENV".to_owned(), self.cfg.lease.env.clone());
-        env.insert("BATON_SCOPE".to_owned(), self.cfg.lease.scope.clone());
-        env.insert("BATON_HOLDER".to_owned(), self.holder().to_owned());
-        env.insert("BATON_EPOCH".to_owned(), epoch.to_string());
-        let label = self.cfg.lease.label();
-        self.actions.push_back(RunAction::StartWork { env, epoch, delete, label });
-    }
-
-    /// Whether the beginning must stop before the work starts (lost, cancelled, given up).
-    fn stop_beginning(&self) -> bool {
-        self.facts.lost.is_some() || self.cancel.is_some() || self.facts.given_up
-    }
-
-    fn on_step(&mut self, step: Step, result: StoreResult, now: Mono) {
-        match (step, result) {
-            (Step::ReadPredecessor, StoreResult::Ok(answer)) => {
-                self.predecessor_text = answer.get("text").and_then(Value::as_str).map(str::to_owned);
-                if self.stop_beginning() {
-                    return self.begin_release(now);
-                }
-                self.send_run_begin();
-            }
-            (Step::RunBegin, StoreResult::Ok(answer)) => {
-                for w in strings(&answer, "warnings") {
-                    self.warn(w);
-                }
-                if self.stop_beginning() {
-                    return self.begin_release(now);
-                }
-                if self.cfg.job == Job::Destroy {
-                    self.own_step(Step::DestroyPlan, "destroy-plan", json!({}));
-                } else {
-                    self.start_work(None);
-                }
-            }
-            (Step::DestroyPlan, StoreResult::Ok(answer)) => {
-                let delete = answer.get("delete").and_then(Value::as_array).cloned().unwrap_or_default();
-                let adopted = answer.get("adoptedForgotten").and_then(Value::as_u64).unwrap_or(0);
-                self.note(format!("{} resource(s) to delete; {adopted} adopted one(s) forgotten", delete.len()));
-                if self.stop_beginning() {
-                    return self.begin_release(now);
-                }
-                self.start_work(Some(delete));
-            }
-            (Step::ReadPredecessor | Step::RunBegin | Step::DestroyPlan, StoreResult::Error(e)) => {
-                self.facts.failure.get_or_insert(Value::Object(e));
-                self.begin_release(now);
-            }
-            (Step::RunFinish, result) => self.on_finished(result, now),
-            (Step::HandoverLock, result) => self.on_handover_lock(result, now),
-            (Step::Handover { epoch }, result) => {
-                let pred = self.predecessor.clone().unwrap_or_default();
-                match result {
-                    StoreResult::Ok(h) => {
-                        let moved = h.get("moved").and_then(Value::as_u64).unwrap_or(0);
-                        self.facts.handed_over = moved;
-                        self.note(format!(
-                            "handed over {moved} resource(s) of scope `{pred}` to `{}`",
-                            self.cfg.lease.scope
-                        ));
-                    }
-                    StoreResult::Error(e) => self.handover_failed(&pred, &e),
-                }
-                let holder = self.handover_holder();
-                let cell = self.predecessor_cell();
-                self.store_step(
-                    Step::HandoverRelease,
-                    cell,
-                    "lock-release",
-                    json!({ "holder": holder, "epoch": epoch }),
-                );
-            }
-            (Step::HandoverRelease, _) => self.after_finish(now),
-        }
-    }
-
-    fn finish_receipt(&mut self, succeeded: bool, then: Then, now: Mono) {
-        self.then = then;
-        if !self.cfg.job.has_receipt() {
-            return self.begin_release(now);
-        }
-        if let Some(lost) = self.facts.lost.clone() {
-            // Past the holder's deadline (or after the store said the lock is gone) nothing more is written:
-            // the checkpoint stays, as after a crash, and the next run continues from it (DESIGN §7.4).
-            self.note("The final receipt is not written: the lease was lost or past its deadline; the checkpoint receipt stays for the next run.".to_owned());
-            if then == Then::Hold {
-                return self.finished_with_error(lost, Phase::Held);
-            }
-            return self.begin_release(now);
-        }
-        self.phase = Phase::Finishing;
-        let cancelled = self.cancel.is_some();
-        let request = json!({ "succeeded": succeeded, "cancelled": cancelled, "sha": self.cfg.context.sha });
-        self.own_step(Step::RunFinish, "run-finish", request);
-    }
-
-    fn on_finished(&mut self, result: StoreResult, now: Mono) {
-        match result {
-            StoreResult::Ok(answer) => {
-                let complete = answer.get("status").and_then(Value::as_str) == Some("complete");
-                self.facts.finished = Some(answer.as_object().cloned().unwrap_or_default());
-                if complete && self.cfg.job == Job::Run && self.predecessor_text.is_some() {
-                    let request =
-                        json!({ "holder": self.handover_holder(), "ttlMs": handover_ttl_ms(self.cfg.ttl_given) });
-                    let cell = self.predecessor_cell();
-                    return self.store_step(Step::HandoverLock, cell, "lock-acquire", request);
-                }
-            }
-            // Refused by the fence: the lease was taken (or the ref deleted); the run ends with LOCK_LOST.
-            StoreResult::Error(e) if e.get("code").and_then(Value::as_str) == Some(ErrorCode::LockLost.as_str()) => {
-                if self.facts.lost.is_none() {
-                    self.facts.lost = Some(Value::Object(e.clone()));
-                }
-                if self.then == Then::Hold {
-                    return self.finished_with_error(Value::Object(e), Phase::Held);
-                }
-            }
-            // The work is done but not recorded (e.g. STORE_REJECTED): the run fails with that error, so CI
-            // does not report a success whose record is missing.
-            StoreResult::Error(e) => {
-                if self.then == Then::Hold {
-                    // Nothing landed: the run is still open (a retry may finish it).
-                    self.facts.work = None;
-                    return self.finished_with_error(Value::Object(e), Phase::Working);
-                }
-                if self.facts.lost.is_none() {
-                    let why = e.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned();
-                    self.warn(format!("Could not write the final receipt: {why}"));
-                    self.facts.receipt_error = Some(Value::Object(e));
-                }
-            }
-        }
-        self.after_finish(now);
-    }
-
-    /// Manual mode: `finish` ends with `error` (the receipt did not land); the run goes on in `phase`.
-    fn finished_with_error(&mut self, error: Value, phase: Phase) {
-        self.phase = phase;
-        let mut outcome = Map::new();
-        outcome.insert("error".into(), error);
-        self.actions.push_back(RunAction::Finished { outcome });
-    }
-
-    fn on_handover_lock(&mut self, result: StoreResult, now: Mono) {
-        let pred = self.predecessor.clone().unwrap_or_default();
-        match result {
-            StoreResult::Ok(answer) => {
-                let epoch = answer.get("lock").and_then(|l| l.get("epoch")).cloned().unwrap_or(Value::Null);
-                let ledger = self
-                    .facts
-                    .finished
-                    .as_ref()
-                    .and_then(|f| f.get("receipt"))
-                    .and_then(|r| r.get("ledger"))
-                    .cloned()
-                    .unwrap_or_else(|| json!([]));
-                let request = json!({
-                    "holder": self.handover_holder(),
-                    "epoch": epoch,
-                    "successor": self.cfg.lease.scope,
-                    "successorLedger": ledger,
-                });
-                let cell = self.predecessor_cell();
-                self.store_step(Step::Handover { epoch }, cell, "handover", request);
-            }
-            StoreResult::Error(e) => {
-                self.handover_failed(&pred, &e);
-                self.after_finish(now);
-            }
-        }
-    }
-
-    fn handover_failed(&mut self, pred: &str, e: &Map<String, Value>) {
-        let scope = self.cfg.lease.scope.clone();
-        if e.get("code").and_then(Value::as_str) == Some(ErrorCode::LockHeld.as_str()) {
-            self.warn(format!(
-                "Scope `{pred}` is busy; its resources will be handed over to `{scope}` on the next run."
-            ));
-        } else {
-            let why = e.get("message").and_then(Value::as_str).unwrap_or("unknown error");
-            self.warn(format!("Could not hand over the resources of scope `{pred}`: {why}"));
-        }
-    }
-
-    fn handover_holder(&self) -> String {
-        format!("handover-{}", self.holder())
-    }
-
-    fn predecessor_cell(&self) -> Option<CellRef> {
-        let scope = self.predecessor.clone().unwrap_or_default();
-        Some(CellRef { env: self.cfg.lease.env.clone(), scope })
-    }
-
-    fn after_finish(&mut self, now: Mono) {
-        if self.then == Then::Hold {
-            self.phase = Phase::Held;
-            let outcome = self.facts.finished_outcome();
-            self.actions.push_back(RunAction::Finished { outcome });
-        } else {
-            self.begin_release(now);
-        }
-    }
-
-    fn begin_release(&mut self, now: Mono) {
+    pub(super) fn begin_release(&mut self, now: Mono) {
         if self.phase == Phase::Releasing || self.phase == Phase::Done {
             return;
         }
@@ -707,7 +449,7 @@ impl RunMachine {
         self.pump(now);
     }
 
-    fn done(&mut self, _now: Mono) {
+    pub(super) fn done(&mut self, _now: Mono) {
         if self.phase == Phase::Done {
             return;
         }
@@ -717,11 +459,4 @@ impl RunMachine {
         let verdict: Verdict = verdict::decide(&self.cfg, &self.facts, self.cancel.map(|c| c.first));
         self.actions.push_back(RunAction::Done { verdict });
     }
-}
-
-fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
-        .unwrap_or_default()
 }

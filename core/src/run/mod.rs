@@ -36,6 +36,7 @@ mod action;
 mod config;
 pub mod json;
 mod machine;
+mod steps;
 mod verdict;
 
 pub use action::{CellRef, HostSignal, RunAction, Verdict, WorkEnd, WorkSignal};
