@@ -201,9 +201,12 @@ impl RunMachine {
     pub fn signal(&mut self, sig: HostSignal, now: Mono) {
         self.now = self.now.max(now);
         // Once the work has ended the run is finishing as it ended: a late signal changes nothing (the
-        // receipt being written says how the work ended; the release follows as always).
-        let finishing = matches!(self.phase, Phase::Finishing | Phase::Held | Phase::Releasing | Phase::Done);
-        if finishing || (self.phase == Phase::Working && self.facts.work.is_some()) {
+        // receipt being written says how the work ended; the release follows as always). Before the work
+        // started, a signal always ends the run `INTERRUPTED`, even one that comes while it is releasing.
+        if self.phase == Phase::Done {
+            return;
+        }
+        if self.facts.work.is_some() {
             self.note(format!("{}: the command has ended; finishing the run (receipt and release) first", sig.name()));
             return;
         }
