@@ -16,8 +16,8 @@ use tokio::signal::unix::{SignalKind, signal};
 
 /// The run's verdict as the machine decided it.
 pub struct Verdict {
-    /// The exit code.
-    pub exit: u8,
+    /// The exit code the machine chose; `None` when the loop itself failed (the error's code decides).
+    pub exit: Option<u8>,
     /// The error, when the run failed.
     pub error: Option<HostError>,
     /// The run's facts (the envelope's data when it succeeded).
@@ -40,7 +40,7 @@ pub async fn drive(
     }
     let run = match core.run_create(&config) {
         Ok(run) => run,
-        Err(e) => return (core, Verdict { exit: 0, error: Some(e), fields: Map::new() }),
+        Err(e) => return (core, Verdict { exit: None, error: Some(e), fields: Map::new() }),
     };
     let mut lp = Loop { core, run: Some(run), started: Instant::now(), running: None, work, jobs: None };
     let verdict = match lp.go(store).await {
@@ -49,7 +49,7 @@ pub async fn drive(
             if let Some(r) = &lp.running {
                 r.signal("kill");
             }
-            Verdict { exit: 0, error: Some(e), fields: Map::new() }
+            Verdict { exit: None, error: Some(e), fields: Map::new() }
         }
     };
     if let Some(run) = lp.run.take() {
@@ -192,7 +192,7 @@ impl Loop {
 fn verdict_of(v: &Value) -> Verdict {
     let error = v["error"].as_object().map(|e| HostError::from_json(e.clone()));
     let fields = v["fields"].as_object().cloned().unwrap_or_default();
-    Verdict { exit: v["exit"].as_u64().and_then(|e| u8::try_from(e).ok()).unwrap_or(1), error, fields }
+    Verdict { exit: Some(v["exit"].as_u64().and_then(|e| u8::try_from(e).ok()).unwrap_or(1)), error, fields }
 }
 
 /// Sleeps until `at`, or forever without one.

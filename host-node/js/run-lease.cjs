@@ -173,12 +173,12 @@ class RunLease extends FencedRun {
 
   #finished(outcome) {
     const pending = this.#finish;
-    if (outcome.error || typeof outcome.status !== 'string') {
-      // The final receipt did not land: refused (`error`; the run is still open, a retry may finish it), or
-      // fenced out (no status: the lease is lost, and every further write fails LOCK_LOST).
+    if (outcome.error) {
+      // The final receipt did not land: refused (the run is still open, a retry may finish it), or the lease
+      // is lost (LOCK_LOST: every further write fails the same way).
       this.#state = 'open';
       this.#finish = null;
-      return pending?.reject(outcome.error ? fromErrorJson(outcome.error) : this.#lostError());
+      return pending?.reject(fromErrorJson(outcome.error));
     }
     this.#state = 'finished';
     pending?.resolve(outcome);

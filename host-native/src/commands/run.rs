@@ -99,9 +99,7 @@ pub(crate) fn end_of(
     data: impl FnOnce(serde_json::Map<String, Value>) -> serde_json::Map<String, Value>,
 ) -> RunEnd {
     match verdict.error {
-        // A failure of the loop itself (exit 0 is never a failure's): the core derives the exit code.
-        Some(e) if verdict.exit == 0 => RunEnd { outcome: Err(e), exit: None },
-        Some(e) => RunEnd { outcome: Err(e), exit: Some(verdict.exit) },
-        None => RunEnd { outcome: Ok(data(verdict.fields)), exit: Some(verdict.exit) },
+        Some(e) => RunEnd { outcome: Err(e), exit: verdict.exit },
+        None => RunEnd { outcome: Ok(data(verdict.fields)), exit: verdict.exit },
     }
 }
