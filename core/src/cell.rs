@@ -12,7 +12,7 @@ pub const LOCK_FILE: &str = "lock.json";
 /// The highest epoch ever granted on the cell; survives the release that deletes `lock.json`.
 pub const EPOCH_FILE: &str = "epoch.json";
 /// The files a host loads into a snapshot (the ones that exist).
-pub const STATE_FILES: [&str; 3] = [LOCK_FILE, EPOCH_FILE, crate::receipt::LATEST_FILE];
+pub const STATE_FILES: [&str; 4] = [LOCK_FILE, EPOCH_FILE, crate::receipt::LATEST_FILE, crate::claims::CLAIM_FILE];
 
 /// A snapshot of one cell as the host loaded it.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]

@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod cell;
+pub mod claims;
 pub mod context;
 pub mod envelope;
 pub mod error;

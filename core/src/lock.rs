@@ -377,7 +377,7 @@ pub fn validate_data_file(file: &str) -> Result<(), CoreError> {
         && file.len() <= 100
         && !file.starts_with('.')
         && file.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | ':' | '+'));
-    let reserved = [LOCK_FILE, EPOCH_FILE, "latest.json", "lock.mutex"].contains(&file)
+    let reserved = [LOCK_FILE, EPOCH_FILE, "latest.json", "lock.mutex", crate::claims::CLAIM_FILE].contains(&file)
         || file.ends_with(".tmp")
         || file.ends_with(".tomb");
     if !plain || reserved {
