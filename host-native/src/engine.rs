@@ -137,6 +137,11 @@ impl CoreComponent {
             "git-stale-clones" => d.call_git_stale_clones(s, &req),
             "git-commit" => d.call_git_commit(s, &req),
             "git-cat-parse" => d.call_git_cat_parse(s, &req),
+            "claim-cell" => d.call_claim_cell(s, &req),
+            "claim-take" => d.call_claim_take(s, &req),
+            "claim-facts" => d.call_claim_facts(s, &req),
+            "claim-free" => d.call_claim_free(s, &req),
+            "claim-move" => d.call_claim_move(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

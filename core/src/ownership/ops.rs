@@ -419,9 +419,10 @@ pub fn handover(
     let Some(mut r) = read_receipt(cell)? else {
         return written_nothing("moved");
     };
-    let before = r.ledger.len();
-    r.ledger.retain(|e| !successor_ledger.contains(&e.identity()));
-    let moved = before - r.ledger.len();
+    let (gone, kept): (Vec<LedgerEntry>, Vec<LedgerEntry>) =
+        std::mem::take(&mut r.ledger).into_iter().partition(|e| successor_ledger.contains(&e.identity()));
+    r.ledger = kept;
+    let moved = gone.len();
     if moved == 0 {
         return written_nothing("moved");
     }
@@ -431,6 +432,10 @@ pub fn handover(
     r.set("supersededBy", successor);
     let mut facts = Map::new();
     facts.insert("moved".into(), json!(moved));
+    // Their claims move next (`claim-move`, core/src/claims), while this lock is still held.
+    let resources: Vec<Value> =
+        gone.iter().map(|e| json!({ "adapter": e.adapter, "key": e.key, "provider": e.provider })).collect();
+    facts.insert("movedResources".into(), json!(resources));
     written(&r, Vec::new(), facts)
 }
 

@@ -1,5 +1,6 @@
 //! `baton ledger ...`, `baton receipt ...` and `baton status`: what a scope owns, and fenced changes to it.
 
+use super::claim::{self, Claimer};
 use super::lock::{Target, data, required_fence, target};
 use crate::cli::{LedgerArgs, ReceiptShowArgs, StatusArgs, TargetArgs};
 use crate::engine::CoreComponent;
@@ -23,6 +24,12 @@ pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome 
     let res = resource(args)?;
     let t = target(core, &args.target)?;
     let id = args.id.clone();
+    // The claim first (intend, record): of two scopes creating one resource, exactly one gets past here.
+    let pred = predecessor(core, &t)?;
+    let who = Claimer { holder: &holder, epoch, predecessor: &pred, resource: &res };
+    if op != "ledger-forget" {
+        claim::take(core, &t, &who, false)?;
+    }
     // The marker an entry that becomes owned is written with (the core judges it): docs/compatibility.md.
     let marker = std::env::var("BATON_CREATED_BY").ok();
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
@@ -31,6 +38,10 @@ pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome 
             &json!({ "cell": cell, "holder": holder, "epoch": epoch, "nowMs": now, "resource": res, "id": id, "ownedMarker": marker }),
         )
     })?;
+    // The claim goes when the entry went (a claim left by a crash here is stale once the lock moves on).
+    if op == "ledger-forget" {
+        claim::free(core, &t, epoch, &res)?;
+    }
     if !args.target.json {
         let verb = op.trim_start_matches("ledger-");
         note(format!("{verb}: {}:{} in {}/{} (epoch {epoch})", args.adapter, args.key, t.env, t.scope));
@@ -63,6 +74,12 @@ pub fn check(core: &mut CoreComponent, args: &LedgerArgs) -> Outcome {
     } else {
         t.store.read(core, &t.env, &t.scope, |core, cell, now| core.invoke("ledger-check", &request(cell, now)))?
     };
+    // A change must also get past the claim (read only here: `ledger intend` takes it).
+    if args.change {
+        let h = holder.clone().unwrap_or_default();
+        let who = Claimer { holder: &h, epoch: epoch.unwrap_or(0), predecessor: &pred, resource: &res };
+        claim::take(core, &t, &who, true)?;
+    }
     if !args.target.json {
         let owner = answer["owner"].as_str().map(|o| format!(" (owned by `{o}`)")).unwrap_or_default();
         note(format!(
