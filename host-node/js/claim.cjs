@@ -21,11 +21,12 @@ function readCell(store, cell, op, request, options) {
 
 /**
  * `claim-take` for `resource` by the run `{env, scope, holder, epoch, predecessor}`: resolves the decision
- * (`{outcome, claim}`), rejects with OWNED_BY_OTHER_SCOPE. With `dry`, a read that writes nothing.
+ * (`{outcome, claim}`), rejects with OWNED_BY_OTHER_SCOPE. With `dry`, a read that writes nothing;
+ * `listed`: the environment's listing when the caller already has it.
  */
-async function takeClaim(store, run, resource, { dry = false, deadline } = {}) {
+async function takeClaim(store, run, resource, { dry = false, deadline, listed = null } = {}) {
   const cell = claimCell(run.env, resource);
-  let others = null;
+  let others = listed;
   let facts = null;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const request = {
@@ -37,6 +38,7 @@ async function takeClaim(store, run, resource, { dry = false, deadline } = {}) {
       predecessor: run.predecessor ?? null,
       others,
       facts,
+      dryRun: dry,
     };
     const answer = dry ? await readCell(store, cell, 'claim-take', request, { deadline }) : await store.transact(cell, 'claim-take', request, { deadline });
     const need = answer.need;

@@ -121,13 +121,30 @@ class FencedRun {
    * Claims `res` for this run before its intent or record (core/src/claims): OWNED_BY_OTHER_SCOPE when
    * another scope owns it. `dry` only asks (ledger check with `change`).
    */
-  async #claim(res, dry = false) {
+  async #claim(res, dry = false, listed = null) {
     const epoch = dry ? this.epoch : this.assertHeld();
     const run = { env: this.env, scope: this.scope, holder: this.holder, epoch, predecessor: this.predecessor };
     try {
-      return await takeClaim(this.#store, run, res, { dry, deadline: this[deadline]() });
+      return await takeClaim(this.#store, run, res, { dry, listed, deadline: this[deadline]() });
     } catch (e) {
       throw asBatonError(e, 'the store failed');
+    }
+  }
+
+  /**
+   * The claim, then `write` (the fenced ledger change). A claim this call took is given back when the write
+   * is refused (LOCK_LOST, RECEIPT_CORRUPT, ...), so a run that no longer holds its lease leaves nothing
+   * behind (best effort: a claim left is stale once the lock moves on).
+   */
+  async #claimed(res, write) {
+    const taken = await this.#claim(res);
+    try {
+      return await write();
+    } catch (e) {
+      if (taken.outcome === 'taken') {
+        await freeClaim(this.#store, { env: this.env, scope: this.scope, epoch: this.epoch }, res).catch(() => {});
+      }
+      throw e;
     }
   }
 
@@ -142,8 +159,7 @@ class FencedRun {
   async intend(resource) {
     this[open]('intend');
     const res = resourceOf(resource);
-    await this.#claim(res);
-    await this.#fenced('ledger-intend', { resource: res });
+    await this.#claimed(res, () => this.#fenced('ledger-intend', { resource: res }));
   }
 
   /** Records that `resource` exists with provider id `id` and this scope owns it. */
@@ -152,8 +168,7 @@ class FencedRun {
     if (typeof id !== 'string') throw hostError('USAGE', 'lease.record needs the provider id of the resource (a string)');
     // The marker an entry that becomes owned is written with (BATON_CREATED_BY; the core judges it).
     const res = resourceOf(resource);
-    await this.#claim(res);
-    await this.#fenced('ledger-record', { resource: res, id, ownedMarker: process.env.BATON_CREATED_BY ?? null });
+    await this.#claimed(res, () => this.#fenced('ledger-record', { resource: res, id, ownedMarker: process.env.BATON_CREATED_BY ?? null }));
   }
 
   /** Removes `resource` from the ledger; resolves `{forgotten}`. */
@@ -178,7 +193,7 @@ class FencedRun {
     const others = await this.#store.list(this.env);
     const answer = await this.#fenced('ledger-check', { resource: res, change, others, predecessor: this.predecessor });
     // A change must also get past the claim (read only here: `intend` takes it).
-    if (change) await this.#claim(res, true);
+    if (change) await this.#claim(res, true, others);
     const result = { relation: answer.relation, adopted: answer.adopted === true };
     if (answer.owner !== undefined) result.owner = answer.owner;
     if (answer.createdBy !== undefined) result.createdBy = answer.createdBy;

@@ -35,6 +35,9 @@ pub struct TakeRequest {
     /// The claiming scope's facts, once the host has read them (a need).
     #[serde(default)]
     pub facts: Option<ClaimFacts>,
+    /// Only ask (`ledger check --change`): the same decision, no changes (a read-only transaction).
+    #[serde(default)]
+    pub dry_run: bool,
 }
 
 /// What a claim's scope says about it, read in one snapshot of that scope's cell ([`facts`]).
@@ -86,6 +89,14 @@ fn decided(outcome: &str, changes: Vec<Change>, claim: &ClaimRecord) -> Value {
 /// listing of the environment or a read of the claiming scope's cell (`claim-facts` with `request`) first;
 /// `OWNED_BY_OTHER_SCOPE` (with `owner`) when another scope owns the identity (the rule: [`super`]).
 pub fn take(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError> {
+    let mut answer = decide(cell, now, r)?;
+    if r.dry_run {
+        answer["changes"] = json!([]);
+    }
+    Ok(answer)
+}
+
+fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError> {
     r.resource.validate()?;
     check_cell(cell, &r.env, &r.resource)?;
     let identity = r.resource.identity();

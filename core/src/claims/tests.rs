@@ -48,6 +48,7 @@ fn request(scope: &str, epoch: u64, key: &str, others: Option<Vec<OtherScope>>) 
         predecessor: None,
         others,
         facts: None,
+        dry_run: false,
     }
 }
 

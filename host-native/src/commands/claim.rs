@@ -18,16 +18,23 @@ pub(crate) struct Claimer<'a> {
 }
 
 /// `claim-take` on the resource's claim cell: the decision (`{outcome, claim}`) or `OWNED_BY_OTHER_SCOPE`.
-/// With `dry`, a read that writes nothing (what `ledger check --change` would be told).
-pub(crate) fn take(core: &mut CoreComponent, t: &Target, who: &Claimer<'_>, dry: bool) -> Result<Value, HostError> {
+/// With `dry`, a read that writes nothing (what `ledger check --change` would be told). `listed`: the
+/// environment's listing when the caller already has it.
+pub(crate) fn take(
+    core: &mut CoreComponent,
+    t: &Target,
+    who: &Claimer<'_>,
+    dry: bool,
+    listed: Option<&[Value]>,
+) -> Result<Value, HostError> {
     let (env, scope) = cell_of(core, t, who.resource)?;
-    let mut others = Value::Null;
+    let mut others = listed.map_or(Value::Null, |l| Value::Array(l.to_vec()));
     let mut facts = Value::Null;
     for _ in 0..MAX_ROUNDS {
         let request = |cell: Value, now: i64| {
             json!({
                 "cell": cell, "nowMs": now, "env": t.env, "scope": t.scope, "holder": who.holder, "epoch": who.epoch,
-                "resource": who.resource, "predecessor": who.predecessor, "others": others, "facts": facts,
+                "resource": who.resource, "predecessor": who.predecessor, "others": others, "facts": facts, "dryRun": dry,
             })
         };
         let answer = if dry {

@@ -27,9 +27,7 @@ pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome 
     // The claim first (intend, record): of two scopes creating one resource, exactly one gets past here.
     let pred = predecessor(core, &t)?;
     let who = Claimer { holder: &holder, epoch, predecessor: &pred, resource: &res };
-    if op != "ledger-forget" {
-        claim::take(core, &t, &who, false)?;
-    }
+    let taken = if op == "ledger-forget" { None } else { Some(claim::take(core, &t, &who, false, None)?) };
     // The marker an entry that becomes owned is written with (the core judges it): docs/compatibility.md.
     let marker = std::env::var("BATON_CREATED_BY").ok();
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
@@ -37,7 +35,19 @@ pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome 
             op,
             &json!({ "cell": cell, "holder": holder, "epoch": epoch, "nowMs": now, "resource": res, "id": id, "ownedMarker": marker }),
         )
-    })?;
+    });
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => {
+            // Refused (LOCK_LOST, RECEIPT_CORRUPT, ...): a claim this call took is given back, so a run that no
+            // longer holds its lease leaves nothing behind (best effort: a claim left is stale once the
+            // lock moves on, and the ledgers still say who owns what).
+            if taken.as_ref().is_some_and(|c| c["outcome"] == "taken") {
+                let _ = claim::free(core, &t, epoch, &res);
+            }
+            return Err(e);
+        }
+    };
     // The claim goes when the entry went (a claim left by a crash here is stale once the lock moves on).
     if op == "ledger-forget" {
         claim::free(core, &t, epoch, &res)?;
@@ -78,7 +88,7 @@ pub fn check(core: &mut CoreComponent, args: &LedgerArgs) -> Outcome {
     if args.change {
         let h = holder.clone().unwrap_or_default();
         let who = Claimer { holder: &h, epoch: epoch.unwrap_or(0), predecessor: &pred, resource: &res };
-        claim::take(core, &t, &who, true)?;
+        claim::take(core, &t, &who, true, Some(&others))?;
     }
     if !args.target.json {
         let owner = answer["owner"].as_str().map(|o| format!(" (owned by `{o}`)")).unwrap_or_default();
