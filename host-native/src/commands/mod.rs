@@ -1,6 +1,6 @@
 //! One file per command group. Each returns the envelope data (or the error) for `output::finish`.
 
-mod claim;
+pub mod claim;
 pub mod ledger;
 pub mod lock;
 pub mod run;
