@@ -276,6 +276,12 @@ impl Guest for Component {
     fn git_cat_parse(request: String) -> Result<String, Error> {
         call("git-cat-parse", request)
     }
+    fn command_line(request: String) -> Result<String, Error> {
+        call("command-line", request)
+    }
+    fn gc_plan(request: String) -> Result<String, Error> {
+        call("gc-plan", request)
+    }
 }
 
 export!(Component);

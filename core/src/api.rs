@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 43] = [
+pub const OPS: [&str; 45] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -62,6 +62,8 @@ pub const OPS: [&str; 43] = [
     "git-stale-clones",
     "git-commit",
     "git-cat-parse",
+    "command-line",
+    "gc-plan",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -231,6 +233,8 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "git-stale-clones" => {
             run(op, input, |r: StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, &r.host, r.processes.as_ref())))
         }
+        "command-line" => run(op, input, |r: crate::command_line::CommandLineRequest| crate::command_line::parse(&r)),
+        "gc-plan" => run(op, input, |r: crate::gc::GcRequest| crate::gc::plan(&r)),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }

@@ -16,9 +16,11 @@
 
 pub mod api;
 pub mod cell;
+pub mod command_line;
 pub mod context;
 pub mod envelope;
 pub mod error;
+pub mod gc;
 pub mod gitclone;
 pub mod gitstore;
 pub mod gitstream;

@@ -137,6 +137,8 @@ impl CoreComponent {
             "git-stale-clones" => d.call_git_stale_clones(s, &req),
             "git-commit" => d.call_git_commit(s, &req),
             "git-cat-parse" => d.call_git_cat_parse(s, &req),
+            "command-line" => d.call_command_line(s, &req),
+            "gc-plan" => d.call_gc_plan(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

@@ -1,5 +1,6 @@
 //! One file per command group. Each returns the envelope data (or the error) for `output::finish`.
 
+pub mod gc;
 pub mod ledger;
 pub mod lock;
 pub mod run;
