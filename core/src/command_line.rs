@@ -72,8 +72,7 @@ const DURATIONS: [(&str, &str); 4] = [
     ("--cancel-grace", "cancelGraceMs"),
 ];
 
-const COMMON: &str = "\
-  --env ENV              environment [default: BATON_CTX_ENV, then BATON_ENV, then preview]
+const COMMON: &str = "  --env ENV              environment [default: BATON_CTX_ENV, then BATON_ENV, then preview]
   --scope SCOPE          scope instead of the one derived from branch and pull request
   --branch, --sha, --pr N, --default-branch BRANCH   the context [default: CI variables, then git]
   --store SPEC           dir:<path> or git:<remote> [default: BATON_STORE, then .baton/ at the repository root]
@@ -126,7 +125,7 @@ pub fn parse(r: &CommandLineRequest) -> Result<CommandLine, CoreError> {
         "gc" => true,
         other => return Err(CoreError::usage(format!("unknown command `{other}`: use run, destroy or gc"))),
     };
-    let fail = |m: String| CoreError::usage(format!("{m}\n\n{}", usage(&r.command)));
+    let fail = |m: String| CoreError::usage(format!("{m} (`baton-lease {} --help` lists the flags)", r.command));
     let mut out = CommandLine { usage: usage(&r.command), ..CommandLine::default() };
     let mut words = r.argv.iter();
     let mut wait = false;
