@@ -125,46 +125,51 @@ async function gc(cl) {
 }
 
 /**
- * Runs the command line `argv` (the words after `baton-lease`); resolves with the exit code.
+ * Carries out the command line `argv` (the words after `baton-lease`) without printing its end: resolves
+ * `{command, json, outcome: {data} | {error}, exit?}`, or `{usage, exit}` for help. The GitHub Action
+ * uses it to read a run's envelope; `main` prints it.
  * @param {string[]} argv
  */
-async function main(argv) {
+async function execute(argv) {
   const [command, ...words] = argv;
   if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
-    process.stdout.write(USAGE);
-    return command === undefined ? 2 : 0;
+    return { usage: USAGE, exit: command === undefined ? 2 : 0 };
   }
-  if (command === '--version' || command === '-V') {
-    process.stdout.write(`baton-lease ${require('../package.json').version}\n`);
-    return 0;
-  }
+  if (command === '--version' || command === '-V') return { usage: `baton-lease ${require('../package.json').version}\n`, exit: 0 };
   const json = words.includes('--json') && !words.slice(0, words.indexOf('--json')).includes('--');
   let cl;
   try {
     cl = commandLine(command, words);
   } catch (e) {
-    return finish(['run', 'destroy', 'gc'].includes(command) ? command : null, json, { error: errorObject(e) });
+    return { command: ['run', 'destroy', 'gc'].includes(command) ? command : null, json, outcome: { error: errorObject(e) } };
   }
-  if (cl.help) {
-    process.stdout.write(cl.usage);
-    return 0;
-  }
+  if (cl.help) return { usage: cl.usage, exit: 0 };
   try {
-    if (command === 'gc') {
-      const { outcome } = await gc(cl);
-      return finish(command, cl.json, outcome);
-    }
+    if (command === 'gc') return { command, json: cl.json, ...(await gc(cl)) };
     const context = detectContext({ overrides: cl.overrides });
     const store = openStore(cl.store ?? undefined, { run: command === 'run' });
     try {
-      const { outcome, exit } = await scoped(command, cl, context, store);
-      return finish(command, cl.json, outcome, exit);
+      return { command, json: cl.json, ...(await scoped(command, cl, context, store)) };
     } finally {
       await store.close();
     }
   } catch (e) {
-    return finish(command, cl.json, { error: errorObject(e) });
+    return { command, json: cl.json, outcome: { error: errorObject(e) } };
   }
 }
 
-module.exports = { main };
+/**
+ * Runs the command line `argv` (the words after `baton-lease`) and prints its end as `baton` does;
+ * resolves with the exit code.
+ * @param {string[]} argv
+ */
+async function main(argv) {
+  const end = await execute(argv);
+  if (end.usage !== undefined) {
+    (end.exit === 0 ? process.stdout : process.stderr).write(end.usage);
+    return end.exit;
+  }
+  return finish(end.command, end.json, end.outcome, end.exit);
+}
+
+module.exports = { main, execute, finish };
