@@ -168,3 +168,18 @@ test('the default store is the repository\'s own remote', async () => {
   assert.equal((await j.post()).status, 0);
   assert.equal(lockOf(j.env.BATON_STORE, 'pr-13'), null);
 });
+
+test('a job-long lease in production needs approved-by (ENV_NOT_APPROVED, nothing locked) and is held with it', async () => {
+  const { store, job } = setup(14, { env: 'production' });
+  const refused = job();
+  const r = await refused.main();
+  assert.equal(r.status, 2, r.stderr);
+  assert.match(r.stderr, /ENV_NOT_APPROVED/);
+  assert.equal(lockOf(store, 'pr-14', 'production'), null);
+  assert.equal((await refused.post()).status, 0);
+  const approved = job();
+  assert.equal((await approved.main({ 'approved-by': 'ann' })).status, 0);
+  assert.equal(lockOf(store, 'pr-14', 'production').holder, approved.outputs.holder);
+  assert.equal((await approved.post()).status, 0);
+  assert.equal(lockOf(store, 'pr-14', 'production'), null);
+});

@@ -145,3 +145,30 @@ test('the command and the CLI print the same envelope and exit code for the same
   assert.equal(bad.envelope.error.code, 'USAGE');
   assert.match(bad.envelope.error.message, /`15` needs a unit/);
 });
+
+test('flags mean the same to npx baton-lease run and baton run: the same verdict for each command line', async () => {
+  const root = fresh('flags');
+  const cases = [
+    [['--ttl', '90s', '--wait', '--wait-timeout=1s', '--poll-interval', '100ms'], {}, 0, null],
+    [['--env', 'production'], {}, 2, 'ENV_NOT_APPROVED'],
+    [['--env', 'production', '--approved-by', 'ann'], {}, 0, null],
+    [['--env', 'production'], { BATON_APPROVED_BY: 'ann' }, 0, null],
+    [['--ttl', '15'], {}, 2, 'USAGE'],
+    [['--ttl', '5d'], {}, 2, 'USAGE'],
+    [['--wait-timeout', 'soon'], {}, 2, 'USAGE'],
+    [['--nope'], {}, 2, 'USAGE'],
+    [[], { BATON_CANCEL_GRACE: 'later' }, 2, 'USAGE'],
+    [['--cancel-grace', '1s', '--pr', '12'], {}, 0, null],
+  ];
+  for (const [flags, vars, exit, code] of cases) {
+    const args = ['run', '--store', `dir:${root}`, '--scope', 'pr-3', ...flags, '--json', '--', 'true'];
+    const node = await npx(args, { env: vars }).done;
+    const cli = spawn(bin, args, { env: { ...process.env, ...vars }, stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    cli.stdout.on('data', (d) => (out += d));
+    const [status] = await once(cli, 'exit');
+    const what = `${flags.join(' ')} ${JSON.stringify(vars)}`;
+    assert.deepEqual([node.status, node.envelope?.error?.code ?? null], [exit, code], `npx: ${what}\n${node.stderr}`);
+    assert.deepEqual([status, JSON.parse(out).error?.code ?? null], [exit, code], `baton: ${what}`);
+  }
+});
