@@ -4,7 +4,7 @@
  * - `run: CMD`: CMD (run by bash) under the scope's lease, exactly `baton-lease run -- bash -e -c CMD`;
  * - no `run`: the lease for the rest of the job. A detached renewer process (renewer.cjs) acquires it and
  *   keeps it alive across later steps, which get BATON_ENV, BATON_SCOPE, BATON_HOLDER, BATON_EPOCH and
- *   BATON_STORE through GITHUB_ENV; the post step (post.cjs, also after a failure or a cancel) stops the
+ *   BATON_STORE through GITHUB_ENV (and `baton-lease` on PATH, for `baton-lease ledger ...`); the post step (post.cjs, also after a failure or a cancel) stops the
  *   renewer and makes sure the lock is released;
  * - `mode: gc`: `baton-lease gc` on the environment (with `destroy: CMD`, `--destroy -- bash -e -c CMD`).
  * Outputs: scope, epoch, holder (gc: abandoned, a JSON list of scopes).
@@ -13,10 +13,13 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { input, saveState, setOutput, exportVariable } = require('./runner.cjs');
+const { input, saveState, setOutput, exportVariable, addPath } = require('./runner.cjs');
 const { pkg, leaseFlags } = require('./lease-inputs.cjs');
 
 const { execute, finish } = pkg('js/command.cjs');
+
+/** Where `baton-lease` is for the job's commands (`baton-lease ledger record ...` under the lease). */
+const BIN = path.join(__dirname, 'bin');
 
 /** Sets the outputs of a run's envelope (its data, or its error's details). */
 function runOutputs(outcome) {
@@ -81,6 +84,7 @@ function jobLease(flags) {
         exportVariable('BATON_HOLDER', m.holder);
         exportVariable('BATON_EPOCH', m.epoch);
         exportVariable('BATON_STORE', m.store);
+        addPath(BIN);
         setOutput('scope', m.scope);
         setOutput('epoch', m.epoch);
         setOutput('holder', m.holder);
@@ -99,6 +103,8 @@ function jobLease(flags) {
 }
 
 async function main() {
+  // The command (and gc's destroy command) can call `baton-lease ledger ...`.
+  process.env.PATH = `${BIN}${path.delimiter}${process.env.PATH ?? ''}`;
   const run = input('run');
   const mode = input('mode') || 'lease';
   if (mode === 'gc') {

@@ -2,7 +2,7 @@
 /**
  * What the GitHub Actions runner gives a JavaScript action and takes from it: inputs (`INPUT_<NAME>`),
  * saved state (`GITHUB_STATE` in, `STATE_<name>` in the post step), outputs (`GITHUB_OUTPUT`) and variables
- * for later steps (`GITHUB_ENV`), in the runner's file-command format (`name<<delimiter` blocks). No
+ * for later steps (`GITHUB_ENV`, `GITHUB_PATH`), in the runner's file-command format (`name<<delimiter` blocks). No
  * dependency: the action runs with nothing but Node and this repository's files.
  */
 const fs = require('node:fs');
@@ -38,9 +38,15 @@ const setOutput = (name, value) => appendTo('GITHUB_OUTPUT', name, value);
 /** Exports `name` to every later step of the job. */
 const exportVariable = (name, value) => appendTo('GITHUB_ENV', name, value);
 
+/** Puts `dir` on PATH for every later step of the job (GITHUB_PATH: one directory a line). */
+function addPath(dir) {
+  const file = process.env.GITHUB_PATH;
+  if (file) fs.appendFileSync(file, `${dir}\n`);
+}
+
 /** Masks `secret` in the job's log (`::add-mask::`). */
 function mask(secret) {
   if (secret) process.stdout.write(`::add-mask::${secret}\n`);
 }
 
-module.exports = { input, booleanInput, saveState, state, setOutput, exportVariable, mask };
+module.exports = { input, booleanInput, saveState, state, setOutput, exportVariable, addPath, mask };

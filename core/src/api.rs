@@ -233,7 +233,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "git-stale-clones" => {
             run(op, input, |r: StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, &r.host, r.processes.as_ref())))
         }
-        "command-line" => run(op, input, |r: crate::command_line::CommandLineRequest| crate::command_line::parse(&r)),
+        "command-line" => run(op, input, |r: crate::command_line::CommandLineRequest| crate::command_line::answer(&r)),
         "gc-plan" => run(op, input, |r: crate::gc::GcRequest| crate::gc::plan(&r)),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }

@@ -1,6 +1,6 @@
 // A stand-in for the GitHub Actions runner, for the action's tests: it runs the action's entry points as
 // the runner does (node24 there, this Node here) with INPUT_* variables, a real GITHUB_EVENT_PATH payload,
-// fresh GITHUB_STATE / GITHUB_OUTPUT / GITHUB_ENV files per step read back after it (the file-command
+// fresh GITHUB_STATE / GITHUB_OUTPUT / GITHUB_ENV / GITHUB_PATH files per step read back after it (the file-command
 // format, `name<<delimiter` blocks and `name=value` lines), STATE_* for the post step, and the variables
 // GITHUB_ENV exported to every later step. Cancellation is the runner's: SIGINT, SIGTERM 7.5 s later.
 import { mkdtempSync, writeFileSync, readFileSync, realpathSync } from 'node:fs';
@@ -94,12 +94,14 @@ export class Job {
     this.state = {};
     /** The outputs of the action's main step. */
     this.outputs = {};
+    /** GITHUB_PATH of the steps so far (prepended to PATH, the latest first). */
+    this.paths = [];
   }
 
   #files() {
     this.#n += 1;
     const files = {};
-    for (const name of ['GITHUB_STATE', 'GITHUB_OUTPUT', 'GITHUB_ENV']) {
+    for (const name of ['GITHUB_STATE', 'GITHUB_OUTPUT', 'GITHUB_ENV', 'GITHUB_PATH']) {
       files[name] = path.join(this.dir, `${name.toLowerCase()}-${this.#n}`);
       writeFileSync(files[name], '');
     }
@@ -109,6 +111,7 @@ export class Job {
   #spawn(cmd, args, extra) {
     const files = this.#files();
     const env = { ...this.base, ...this.env, ...extra, ...files };
+    if (this.paths.length > 0) env.PATH = [...this.paths, env.PATH].join(path.delimiter);
     const child = spawn(cmd, args, { cwd: this.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -116,7 +119,8 @@ export class Job {
     child.stderr.on('data', (d) => (stderr += d));
     const done = once(child, 'exit').then(([status, signal]) => {
       const read = (k) => parseFileCommands(readFileSync(files[k], 'utf8'));
-      return { status, signal, stdout, stderr, state: read('GITHUB_STATE'), outputs: read('GITHUB_OUTPUT'), env: read('GITHUB_ENV') };
+      const paths = readFileSync(files.GITHUB_PATH, 'utf8').split('\n').filter(Boolean);
+      return { status, signal, stdout, stderr, state: read('GITHUB_STATE'), outputs: read('GITHUB_OUTPUT'), env: read('GITHUB_ENV'), paths };
     });
     return { child, done, stderr: () => stderr };
   }
@@ -130,6 +134,7 @@ export class Job {
       Object.assign(this.state, r.state);
       Object.assign(this.outputs, r.outputs);
       Object.assign(this.env, r.env);
+      this.paths.unshift(...r.paths.reverse());
       return r;
     });
     return { ...step, done };

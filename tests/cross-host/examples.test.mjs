@@ -32,6 +32,10 @@ function workspace(scripts) {
   return { ...repo, server, remote, store: `git:${remote}`, tools, log };
 }
 
+/** The keys the scope owns, as the CLI lists them. */
+const owned = (ws, scope) =>
+  JSON.parse(execFileSync(bin, ['ledger', 'list', '--store', ws.store, '--scope', scope, '--json'], { encoding: 'utf8' })).owns.map((e) => e.key);
+
 const logLines = (ws) => (existsSync(ws.log) ? readFileSync(ws.log, 'utf8').trim().split('\n') : []);
 
 /** Replaces `${{ expr }}` with `values[expr]`; an expression the test does not know fails the test. */
@@ -96,6 +100,7 @@ test('GitHub Actions: a preview per pull request, the scheduled gc, production w
   await runWorkflow(ws, preview, 'deploy', { vars: pullRequest(ws, 6) });
   assert.deepEqual(logLines(ws), ['deploy preview pr-5 1', 'deploy preview pr-6 1']);
   assert.equal(lockOf(ws.store, 'pr-5'), null);
+  assert.deepEqual(owned(ws, 'pr-5'), ['app-pr-5']);
 
   // The nightly gc: pull request 6 is still open (gh says so), 5 is not.
   writeFileSync(path.join(ws.tools, 'gh'), '#!/bin/sh\n[ "$1 $2" = "pr list" ] && echo \'[{"number":6}]\'\n');
@@ -104,6 +109,7 @@ test('GitHub Actions: a preview per pull request, the scheduled gc, production w
   assert.deepEqual(JSON.parse(collected.outputs.abandoned), ['pr-5']);
   assert.match(collected.last.stdout, /collected \["pr-5"\]/);
   assert.deepEqual(logLines(ws).slice(2), ['destroy preview pr-5']);
+  assert.deepEqual([owned(ws, 'pr-5'), owned(ws, 'pr-6')], [[], ['app-pr-6']]);
 
   // Production: refused without an approver, deployed with one (recorded in the receipt).
   await runWorkflow(ws, production, 'deploy', { vars: onMain(ws, 'workflow_dispatch'), inputs: { 'approved-by': '' }, expect: 2 });
@@ -141,9 +147,11 @@ test('GitLab CI: merge request previews, their stop job, the scheduled gc and pr
   job('preview', mr(6));
   job('stop-preview', mr(6));
   assert.deepEqual(logLines(ws), ['deploy preview pr-5 1', 'deploy preview pr-6 1', 'destroy preview pr-6']);
+  assert.deepEqual([owned(ws, 'pr-5'), owned(ws, 'pr-6')], [['app-pr-5'], []]);
   writeFileSync(path.join(ws.work, 'open-mrs.json'), '[]');
   job('preview-gc', { CI_PIPELINE_SOURCE: 'schedule', CI_COMMIT_BRANCH: 'main', CI_COMMIT_REF_NAME: 'main' });
   assert.deepEqual(logLines(ws).slice(3), ['destroy preview pr-5']);
+  assert.deepEqual(owned(ws, 'pr-5'), []);
   job('production', { CI_PIPELINE_SOURCE: 'push', CI_COMMIT_BRANCH: 'main', CI_COMMIT_REF_NAME: 'main' });
   assert.deepEqual(logLines(ws).slice(4), ['deploy production main 1']);
 });

@@ -172,3 +172,27 @@ test('flags mean the same to npx baton-lease run and baton run: the same verdict
     assert.deepEqual([status, JSON.parse(out).error?.code ?? null], [exit, code], `baton: ${what}`);
   }
 });
+
+test('under npx baton-lease run, baton-lease ledger records and forgets as baton ledger does', async () => {
+  const root = fresh('ledger');
+  const out = (name) => path.join(root, name);
+  const script = [
+    `baton-lease ledger record --adapter neon --key db-a --id a1 --json > ${out('node.json')}`,
+    `${bin} ledger record --adapter neon --key db-b --id b1 --json > ${out('cli.json')}`,
+    `baton-lease ledger forget --adapter neon --key db-b --json > ${out('forget.json')}`,
+    `baton-lease ledger record --adapter neon --key db-c --id c1 --epoch 99 --json > ${out('stale.json')} || echo $? > ${out('stale.status')}`,
+  ].join(' && ');
+  const r = await npx(['run', '--store', `dir:${root}`, '--scope', 'pr-5', '--', 'sh', '-c', script]).done;
+  assert.equal(r.status, 0, r.stderr);
+  const node = JSON.parse(readFileSync(out('node.json'), 'utf8'));
+  const cli = JSON.parse(readFileSync(out('cli.json'), 'utf8'));
+  assert.deepEqual(Object.keys(node), Object.keys(cli));
+  assert.deepEqual({ ...node.resource, key: null }, { ...cli.resource, key: null });
+  assert.deepEqual(cli.ledger.map((e) => e.key), ['db-a', 'db-b']);
+  assert.equal(JSON.parse(readFileSync(out('forget.json'), 'utf8')).forgotten, true);
+  // A stale epoch is refused by the store's fence: LOCK_LOST, exit 3.
+  assert.equal(readFileSync(out('stale.status'), 'utf8').trim(), '3');
+  assert.equal(JSON.parse(readFileSync(out('stale.json'), 'utf8')).error.code, 'LOCK_LOST');
+  const list = JSON.parse(execFileSync(bin, ['ledger', 'list', '--store', `dir:${root}`, '--scope', 'pr-5', '--json'], { encoding: 'utf8' }));
+  assert.deepEqual(list.owns.map((e) => e.key), ['db-a']);
+});

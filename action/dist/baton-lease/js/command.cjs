@@ -16,13 +16,14 @@ const { RunLoop } = require('./run-loop.cjs');
 const { startWork } = require('./work.cjs');
 const { gcPlan, openPrsText, lsRemote, sortOut } = require('./gc.cjs');
 
-const VARS = ['BATON_STORE', 'BATON_APPROVED_BY', 'BATON_CANCEL_GRACE'];
+const VARS = ['BATON_STORE', 'BATON_APPROVED_BY', 'BATON_CANCEL_GRACE', 'BATON_HOLDER', 'BATON_EPOCH'];
 
 const USAGE = `Usage: baton-lease <run|destroy|gc> [FLAGS] [-- CMD]
 
   run -- CMD       run CMD under the scope's lease (as \`baton run\`)
   destroy -- CMD   destroy what the scope owns through CMD (as \`baton destroy\`)
   gc               list (or --destroy) the environment's abandoned scopes (as \`baton gc\`)
+  ledger intend|record|forget --adapter A --key K   a fenced change of the ledger (as \`baton ledger\`)
 
 \`baton-lease <command> --help\` shows the flags. Exit codes: 0 ok, 1 failed, 2 refused before doing
 anything, 3 lock held or lost; \`run\` exits with CMD's code.
@@ -124,6 +125,24 @@ async function gc(cl) {
   }
 }
 
+/** `ledger intend|record|forget`: one fenced transaction on the scope's receipt, as `baton ledger`. */
+async function ledger(line) {
+  const context = detectContext({ overrides: line.overrides });
+  const store = openStore(line.store ?? undefined);
+  try {
+    const { holder, epoch, resource, id } = line;
+    // The marker an entry that becomes owned is written with (the core judges it): docs/compatibility.md.
+    const request = { holder, epoch, resource, id: id ?? null, ownedMarker: process.env.BATON_CREATED_BY ?? null };
+    const answer = await store.transact({ env: context.env, scope: context.scope }, line.op, request);
+    if (!line.json) note(`${line.op.replace('ledger-', '')}: ${resource.adapter}:${resource.key} in ${context.env}/${context.scope} (epoch ${epoch})`);
+    const data = { environment: context.env, scope: context.scope, store: store.spec, resource, ledger: answer.receipt?.ledger ?? null };
+    if (answer.forgotten !== undefined) data.forgotten = answer.forgotten;
+    return { outcome: { data } };
+  } finally {
+    await store.close();
+  }
+}
+
 /**
  * Carries out the command line `argv` (the words after `baton-lease`) without printing its end: resolves
  * `{command, json, outcome: {data} | {error}, exit?}`, or `{usage, exit}` for help. The GitHub Action
@@ -131,7 +150,9 @@ async function gc(cl) {
  * @param {string[]} argv
  */
 async function execute(argv) {
-  const [command, ...words] = argv;
+  const [first, ...rest] = argv;
+  // `ledger record ...` is one command of two words.
+  const [command, words] = first === 'ledger' && rest.length > 0 && !rest[0].startsWith('-') ? [`ledger ${rest[0]}`, rest.slice(1)] : [first, rest];
   if (command === undefined || command === '-h' || command === '--help' || command === 'help') {
     return { usage: USAGE, exit: command === undefined ? 2 : 0 };
   }
@@ -141,11 +162,13 @@ async function execute(argv) {
   try {
     cl = commandLine(command, words);
   } catch (e) {
-    return { command: ['run', 'destroy', 'gc'].includes(command) ? command : null, json, outcome: { error: errorObject(e) } };
+    const known = ['run', 'destroy', 'gc', 'ledger intend', 'ledger record', 'ledger forget'].includes(command);
+    return { command: known ? command : null, json, outcome: { error: errorObject(e) } };
   }
   if (cl.help) return { usage: cl.usage, exit: 0 };
   try {
     if (command === 'gc') return { command, json: cl.json, ...(await gc(cl)) };
+    if (command.startsWith('ledger ')) return { command, json: cl.json, ...(await ledger(cl)) };
     const context = detectContext({ overrides: cl.overrides });
     const store = openStore(cl.store ?? undefined, { run: command === 'run' });
     try {

@@ -6,20 +6,23 @@
 //! Call [`parse`] with the words after the command and the variables the flags fall back to; it answers
 //! what the host needs to gather the context, open the store and configure the run machine, or `USAGE`.
 
+pub mod ledger;
+
 use crate::error::CoreError;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-/// `command-line`: `{command, argv, vars}`.
+/// `command-line`: `{command, argv, vars}` (see [`answer`]).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommandLineRequest {
-    /// `run`, `destroy` or `gc`.
+    /// `run`, `destroy`, `gc`, or `ledger intend|record|forget`.
     pub command: String,
     /// The words after the command word.
     pub argv: Vec<String>,
-    /// `BATON_STORE`, `BATON_APPROVED_BY`, `BATON_CANCEL_GRACE` as the process has them (others ignored).
+    /// `BATON_STORE`, `BATON_APPROVED_BY`, `BATON_CANCEL_GRACE` (and for the ledger `BATON_HOLDER`,
+    /// `BATON_EPOCH`) as the process has them; others are ignored.
     #[serde(default)]
     pub vars: BTreeMap<String, String>,
 }
@@ -57,7 +60,7 @@ pub struct CommandLine {
     pub destroy: bool,
 }
 
-const CONTEXT: [(&str, &str); 6] = [
+pub(crate) const CONTEXT: [(&str, &str); 6] = [
     ("--env", "env"),
     ("--scope", "scope"),
     ("--branch", "branch"),
@@ -118,12 +121,37 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
     n.checked_mul(factor).ok_or_else(|| format!("`{s}` is too long"))
 }
 
+/// `--flag=value` as (`--flag`, Some(`value`)); any other word as itself and None.
+pub(crate) fn split_flag(word: &str) -> (&str, Option<String>) {
+    match word.split_once('=') {
+        Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+        _ => (word, None),
+    }
+}
+
+/// The answer of `command-line`: a run's, destroy's or gc's [`CommandLine`], or a ledger command's
+/// [`ledger::LedgerLine`] (commands `ledger intend`, `ledger record`, `ledger forget`).
+pub fn answer(r: &CommandLineRequest) -> Result<Value, CoreError> {
+    let to_value = |v: Result<Value, serde_json::Error>| v.map_err(|e| CoreError::internal(e.to_string()));
+    match r.command.strip_prefix("ledger ") {
+        Some(verb @ ("intend" | "record" | "forget")) => {
+            to_value(serde_json::to_value(ledger::parse(verb, &r.argv, &r.vars)?))
+        }
+        Some(other) => Err(CoreError::usage(format!("unknown ledger command `{other}`: use intend, record or forget"))),
+        None => to_value(serde_json::to_value(parse(r)?)),
+    }
+}
+
 /// Parses the command line (see the module doc). `USAGE` says which word was wrong.
 pub fn parse(r: &CommandLineRequest) -> Result<CommandLine, CoreError> {
     let gc = match r.command.as_str() {
         "run" | "destroy" => false,
         "gc" => true,
-        other => return Err(CoreError::usage(format!("unknown command `{other}`: use run, destroy or gc"))),
+        other => {
+            return Err(CoreError::usage(format!(
+                "unknown command `{other}`: use run, destroy, gc or ledger intend|record|forget"
+            )));
+        }
     };
     let fail = |m: String| CoreError::usage(format!("{m} (`baton-lease {} --help` lists the flags)", r.command));
     let mut out = CommandLine { usage: usage(&r.command), ..CommandLine::default() };
@@ -134,10 +162,7 @@ pub fn parse(r: &CommandLineRequest) -> Result<CommandLine, CoreError> {
             out.cmd = words.by_ref().cloned().collect();
             break;
         }
-        let (flag, inline) = match word.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-            _ => (word.as_str(), None),
-        };
+        let (flag, inline) = split_flag(word);
         let mut value = |name: &str| -> Result<String, CoreError> {
             match inline.clone().or_else(|| words.next().cloned()) {
                 Some(v) => Ok(v),
