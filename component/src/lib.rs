@@ -282,6 +282,9 @@ impl Guest for Component {
     fn gc_plan(request: String) -> Result<String, Error> {
         call("gc-plan", request)
     }
+    fn gc_outcome(request: String) -> Result<String, Error> {
+        call("gc-outcome", request)
+    }
 }
 
 export!(Component);

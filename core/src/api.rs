@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 45] = [
+pub const OPS: [&str; 46] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -64,6 +64,7 @@ pub const OPS: [&str; 45] = [
     "git-cat-parse",
     "command-line",
     "gc-plan",
+    "gc-outcome",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -235,6 +236,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         }
         "command-line" => run(op, input, |r: crate::command_line::CommandLineRequest| crate::command_line::answer(&r)),
         "gc-plan" => run(op, input, |r: crate::gc::GcRequest| crate::gc::plan(&r)),
+        "gc-outcome" => run(op, input, |r: crate::gc::OutcomeRequest| Ok(crate::gc::outcome(&r))),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }

@@ -173,6 +173,58 @@ fn judge(s: &ListedScope, open: &BTreeSet<u64>, branch_scopes: &BTreeSet<String>
     (false, judged("not a pr-<n> or branch-<name> scope".into(), None))
 }
 
+/// `gc-outcome`: `{results: [{scope, error?}]}`, one per abandoned scope in the order they were destroyed.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutcomeRequest {
+    /// What each destroy ended with: no `error` when it succeeded.
+    pub results: Vec<DestroyResult>,
+}
+
+/// One destroy's end.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DestroyResult {
+    /// The scope.
+    pub scope: String,
+    /// Its error object (`{code, message, ...}`), if it failed.
+    #[serde(default)]
+    pub error: Option<serde_json::Map<String, Value>>,
+}
+
+/// Sorts the destroys of `gc --destroy`: `destroyed` (scope names), `skipped` (live leases: `LOCK_HELD`),
+/// `failed` (any other error), and the `error` gc ends with when one failed: the first failure's code and
+/// a message naming them all (a live lease is no failure: the next gc tries again).
+pub fn outcome(r: &OutcomeRequest) -> Value {
+    let (mut destroyed, mut skipped, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+    for d in &r.results {
+        match &d.error {
+            None => destroyed.push(Value::from(d.scope.clone())),
+            Some(e) => {
+                let entry = serde_json::json!({ "scope": d.scope, "error": e });
+                if e.get("code").and_then(Value::as_str) == Some("LOCK_HELD") {
+                    skipped.push(entry)
+                } else {
+                    failed.push(entry)
+                }
+            }
+        }
+    }
+    let error = failed.first().map(|first| {
+        let names: Vec<&str> = failed.iter().filter_map(|f| f["scope"].as_str()).collect();
+        serde_json::json!({
+            "code": first["error"]["code"].as_str().unwrap_or("INTERNAL"),
+            "message": format!(
+                "{} of {} abandoned scopes could not be destroyed ({}); see `failed`, fix the cause and run gc again",
+                failed.len(),
+                r.results.len(),
+                names.join(", ")
+            ),
+        })
+    });
+    serde_json::json!({ "destroyed": destroyed, "skipped": skipped, "failed": failed, "error": error })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,6 +282,28 @@ mod tests {
             "{}",
             plan.table
         );
+    }
+
+    #[test]
+    fn destroys_are_sorted_and_a_failure_fails_gc() {
+        let r: OutcomeRequest = serde_json::from_value(json!({"results": [
+            {"scope": "pr-1"},
+            {"scope": "pr-2", "error": {"code": "LOCK_HELD", "message": "held"}},
+            {"scope": "pr-3", "error": {"code": "INTENT_UNRESOLVED", "message": "m"}}
+        ]}))
+        .unwrap();
+        let o = outcome(&r);
+        assert_eq!(o["destroyed"], json!(["pr-1"]));
+        assert_eq!(o["skipped"][0]["scope"], "pr-2");
+        assert_eq!(o["error"]["code"], "INTENT_UNRESOLVED");
+        assert!(
+            o["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("1 of 3 abandoned scopes could not be destroyed (pr-3)")
+        );
+        let ok = outcome(&serde_json::from_value(json!({"results": [{"scope": "pr-1"}]})).unwrap());
+        assert_eq!(ok["error"], Value::Null);
     }
 
     #[test]

@@ -139,6 +139,7 @@ impl CoreComponent {
             "git-cat-parse" => d.call_git_cat_parse(s, &req),
             "command-line" => d.call_command_line(s, &req),
             "gc-plan" => d.call_gc_plan(s, &req),
+            "gc-outcome" => d.call_gc_outcome(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

@@ -132,3 +132,17 @@ test('the action in gc mode destroys what is left once the lease is free', async
   assert.equal(lockOf(store, 'pr-4'), null);
   assert.deepEqual(JSON.parse(execFileSync(bin, ['gc', '--store', store, '--open-prs', openPrs, '--json'], { cwd: repo.work, encoding: 'utf8' })).abandoned, []);
 });
+
+test('a destroy that fails fails gc with its code, the same in the CLI and the npm command', () => {
+  deploy('pr-50', ['--scope', 'pr-50']);
+  for (const useNode of [false, true]) {
+    const r = run(['gc', '--store', store, '--open-prs', openPrs, '--destroy', '--json', '--', 'sh', '-c', 'cat > /dev/null; exit 1'], { useNode });
+    assert.equal(r.status, 1, r.stderr);
+    assert.equal(r.envelope.ok, false);
+    assert.equal(r.envelope.error.code, 'COMMAND_FAILED');
+    assert.match(r.envelope.error.message, /^1 of 1 abandoned scopes could not be destroyed \(pr-50\)/);
+    assert.deepEqual(scopes(r.envelope.error.failed), ['pr-50']);
+    assert.deepEqual(r.envelope.error.destroyed, []);
+  }
+  assert.deepEqual(keys('pr-50'), ['db-pr-50']);
+});

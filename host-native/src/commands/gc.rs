@@ -38,43 +38,41 @@ pub async fn run(core: CoreComponent, args: &GcArgs) -> (CoreComponent, Outcome)
         }
         return (core, Ok(data(&t, fields)));
     }
-    let (mut destroyed, mut skipped, mut failed) = (Vec::new(), Vec::new(), Vec::new());
+    let mut results = Vec::new();
     for scope in abandoned.iter().filter_map(|a| a["scope"].as_str()) {
         note(format!("destroying {}/{scope}", t.env));
         let run_args = destroy_args(args, &t.env, scope);
         let (c, end) = super::run::destroy(core, &run_args).await;
         core = c;
         match end.outcome {
-            Ok(_) => destroyed.push(json!(scope)),
-            Err(e) if e.code == "LOCK_HELD" => {
-                note(format!("skipped {scope}: its lease is live ({})", e.message));
-                skipped.push(json!({ "scope": scope, "error": e.to_json() }));
-            }
+            Ok(_) => results.push(json!({ "scope": scope })),
             Err(e) => {
-                note(format!("could not destroy {scope}: {} {}", e.code, e.message));
-                failed.push(json!({ "scope": scope, "error": e.to_json() }));
+                if e.code == "LOCK_HELD" {
+                    note(format!("skipped {scope}: its lease is live ({})", e.message));
+                } else {
+                    note(format!("could not destroy {scope}: {} {}", e.code, e.message));
+                }
+                results.push(json!({ "scope": scope, "error": e.to_json() }));
             }
         }
     }
-    let failures = failed.len();
-    let first_code = failed.first().and_then(|f| f["error"]["code"].as_str()).unwrap_or("INTERNAL").to_owned();
-    fields.extend([("destroyed", destroyed.into()), ("skipped", skipped.into()), ("failed", failed.clone().into())]);
-    if failures > 0 {
-        let names: Vec<&str> = failed.iter().filter_map(|f| f["scope"].as_str()).collect();
-        let mut err = HostError::new(
-            &first_code,
-            format!(
-                "{failures} of {} abandoned scopes could not be destroyed ({}); see `failed`, fix the cause and run gc again",
-                abandoned.len(),
-                names.join(", ")
-            ),
-        );
-        for (k, v) in data(&t, fields) {
-            err = err.with(&k, v);
-        }
-        return (core, Err(err));
+    let sorted = match core.invoke("gc-outcome", &json!({ "results": results })) {
+        Ok(s) => s,
+        Err(e) => return (core, Err(e)),
+    };
+    for key in ["destroyed", "skipped", "failed"] {
+        fields.push((key, sorted[key].clone()));
     }
-    (core, Ok(data(&t, fields)))
+    match sorted["error"].as_object() {
+        Some(error) => {
+            let mut err = HostError::from_json(error.clone());
+            for (k, v) in data(&t, fields) {
+                err = err.with(&k, v);
+            }
+            (core, Err(err))
+        }
+        None => (core, Ok(data(&t, fields))),
+    }
 }
 
 /// The environment's target and the core's plan.

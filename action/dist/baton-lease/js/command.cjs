@@ -116,10 +116,8 @@ async function gc(cl) {
     }
     const sorted = sortOut(results);
     Object.assign(data, { destroyed: sorted.destroyed, skipped: sorted.skipped, failed: sorted.failed });
-    if (sorted.failed.length === 0) return { outcome: { data } };
-    const names = sorted.failed.map((f) => f.scope).join(', ');
-    const message = `${sorted.failed.length} of ${plan.abandoned.length} abandoned scopes could not be destroyed (${names}); see \`failed\`, fix the cause and run gc again`;
-    return { outcome: { error: { ...data, code: sorted.failed[0].error.code, message } } };
+    if (sorted.error === null) return { outcome: { data } };
+    return { outcome: { error: { ...data, ...sorted.error } } };
   } finally {
     await store.close();
   }

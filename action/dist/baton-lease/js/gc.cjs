@@ -59,15 +59,12 @@ function gcPlan(scopes, openPrs, lsRemoteText, defaultBranch) {
   return call('gc-plan', { scopes: listed, openPrs, lsRemote: lsRemoteText, defaultBranch: defaultBranch ?? null });
 }
 
-/** Sorts destroy results `{scope, error?}`: done, skipped because the lease is live (LOCK_HELD), failed. */
+/**
+ * Sorts destroy results `{scope, error?}` as the core does (`gc-outcome`): `destroyed`, `skipped` (the lease
+ * is live: LOCK_HELD), `failed`, and `error` (`{code, message}`) when one failed.
+ */
 function sortOut(results) {
-  const out = { destroyed: [], skipped: [], failed: [] };
-  for (const { scope, error } of results) {
-    if (!error) out.destroyed.push(scope);
-    else if (error.code === 'LOCK_HELD') out.skipped.push({ scope, error });
-    else out.failed.push({ scope, error });
-  }
-  return out;
+  return call('gc-outcome', { results: results.map(({ scope, error }) => (error ? { scope, error } : { scope })) });
 }
 
 /**
@@ -103,7 +100,8 @@ async function gc(store, options) {
       results.push({ scope, error: errorObject(asBatonError(e, `the destroy of ${scope} failed`)) });
     }
   }
-  return { ...answer, ...sortOut(results) };
+  const { destroyed, skipped, failed } = sortOut(results);
+  return { ...answer, destroyed, skipped, failed };
 }
 
 module.exports = { gc, gcPlan, openPrsText, lsRemote, sortOut };
