@@ -44,9 +44,4 @@ function addPath(dir) {
   if (file) fs.appendFileSync(file, `${dir}\n`);
 }
 
-/** Masks `secret` in the job's log (`::add-mask::`). */
-function mask(secret) {
-  if (secret) process.stdout.write(`::add-mask::${secret}\n`);
-}
-
-module.exports = { input, booleanInput, saveState, state, setOutput, exportVariable, addPath, mask };
+module.exports = { input, booleanInput, saveState, state, setOutput, exportVariable, addPath };

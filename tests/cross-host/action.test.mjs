@@ -112,6 +112,7 @@ test('run: holds the lease for the command, and a cancel ends it INTERRUPTED wit
   cancel(step.child);
   const ended = await step.done;
   assert.equal(ended.status, 130, ended.stderr);
+  assert.match(ended.stderr, /error INTERRUPTED: /);
   assert.equal(lockOf(store, 'pr-10'), null);
 });
 

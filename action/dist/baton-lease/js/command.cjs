@@ -172,7 +172,9 @@ async function execute(argv) {
     try {
       return { command, json: cl.json, ...(await scoped(command, cl, context, store)) };
     } finally {
-      await store.close();
+      // Not awaited: the end is printed first (after a cancel the process exits as soon as the run is
+      // done, and a git store's clone is removed at exit then).
+      store.close().catch(() => {});
     }
   } catch (e) {
     return { command, json: cl.json, outcome: { error: errorObject(e) } };
