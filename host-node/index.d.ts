@@ -798,3 +798,55 @@ export interface ScopeStatus {
 
 /** The lock, ownership and inheritance of the scope of `context` (read-only: no mutex, nothing created). */
 export declare function scopeStatus(store: OwnershipStore, context: RunContext): Promise<ScopeStatus>;
+
+/** A scope as `gc` judged it: why it is abandoned or kept. */
+export interface GcScope {
+  scope: string;
+  reason: string;
+  /** The pull request of a `pr-<n>` scope. */
+  pr?: number;
+}
+
+/** What `gc` found (and, with `destroy`, did). */
+export interface GcResult {
+  /** Scopes whose pull request is not open, or whose branch is gone and was not succeeded. */
+  abandoned: GcScope[];
+  kept: GcScope[];
+  /** The open pull requests understood, ascending. */
+  openPrs: number[];
+  /** True without `destroy`. */
+  dryRun: boolean;
+  /** With `destroy`: the scopes destroyed. */
+  destroyed?: string[];
+  /** With `destroy`: scopes whose lease was live (LOCK_HELD), left alone. */
+  skipped?: { scope: string; error: LeaseErrorObject }[];
+  /** With `destroy`: scopes whose destroy failed, with the error. */
+  failed?: { scope: string; error: LeaseErrorObject }[];
+}
+
+/** The options of `gc`. */
+export type GcOptions = LeaseTiming &
+  RunControl & {
+    env: string;
+    /** The open pull requests: numbers, or the JSON `gh pr list --state open --json number` prints [default: ask `gh`]. */
+    openPrs?: readonly number[] | string;
+    /** Where branches are listed with `git ls-remote --heads` [default: origin]. */
+    remote?: string;
+    /** The output of `git ls-remote --heads`, instead of running it. */
+    lsRemote?: string;
+    /** The directory git and gh run in [default: process.cwd()]. */
+    cwd?: string;
+    /** The repository's default branch (its scope is `main`, never collected). */
+    defaultBranch?: string;
+    approvedBy?: string;
+    /** The deletion of one scope, as for `destroy`; without it, a dry run. */
+    destroy?: (resources: ResourceRef[], lease: Lease) => unknown;
+  };
+
+/**
+ * The scopes of an environment whose reason to exist is gone (as `baton gc`): a `pr-<n>` whose pull request
+ * is not open, a `branch-<name>` whose branch is gone from the remote and that no pull request succeeded.
+ * With `destroy`, each is destroyed under its own lease (a live lease is skipped). Rejects only before any
+ * destroy (USAGE when the open pull requests cannot be known).
+ */
+export declare function gc(store: OwnershipStore, options: GcOptions): Promise<GcResult>;

@@ -291,6 +291,15 @@ impl Guest for Component {
     fn claim_move(request: String) -> Result<String, Error> {
         call("claim-move", request)
     }
+    fn command_line(request: String) -> Result<String, Error> {
+        call("command-line", request)
+    }
+    fn gc_plan(request: String) -> Result<String, Error> {
+        call("gc-plan", request)
+    }
+    fn gc_outcome(request: String) -> Result<String, Error> {
+        call("gc-outcome", request)
+    }
 }
 
 export!(Component);

@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 48] = [
+pub const OPS: [&str; 51] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -68,6 +68,9 @@ pub const OPS: [&str; 48] = [
     "claim-facts",
     "claim-free",
     "claim-move",
+    "command-line",
+    "gc-plan",
+    "gc-outcome",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -253,6 +256,9 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "claim-move" => run(op, input, |r: ClaimMoveRequest| {
             claims::moved(&r.cell, r.now_ms, &r.env, &r.from, &r.to, &r.holder, r.epoch, &r.resource)
         }),
+        "command-line" => run(op, input, |r: crate::command_line::CommandLineRequest| crate::command_line::answer(&r)),
+        "gc-plan" => run(op, input, |r: crate::gc::GcRequest| crate::gc::plan(&r)),
+        "gc-outcome" => run(op, input, |r: crate::gc::OutcomeRequest| Ok(crate::gc::outcome(&r))),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }

@@ -142,6 +142,9 @@ impl CoreComponent {
             "claim-facts" => d.call_claim_facts(s, &req),
             "claim-free" => d.call_claim_free(s, &req),
             "claim-move" => d.call_claim_move(s, &req),
+            "command-line" => d.call_command_line(s, &req),
+            "gc-plan" => d.call_gc_plan(s, &req),
+            "gc-outcome" => d.call_gc_outcome(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

@@ -57,4 +57,26 @@ async function freeClaim(store, run, resource, { deadline } = {}) {
   return store.transact(cell, 'claim-free', { env: run.env, scope: run.scope, epoch: run.epoch, resource }, { deadline });
 }
 
-module.exports = { takeClaim, freeClaim };
+/**
+ * One ledger change as `baton ledger` makes it (`op`: `ledger-intend`, `ledger-record` or `ledger-forget`;
+ * `write` makes the fenced write on the run's cell): the claim first for intend and record, the claim freed
+ * after a forget landed. A claim this call took is given back when the write is refused (LOCK_LOST,
+ * RECEIPT_CORRUPT, ...), so a run that no longer holds its lease leaves nothing behind (best effort: a claim
+ * left is stale once the lock moves on). Resolves what `write` resolved.
+ */
+async function ledgerChange(store, run, op, resource, write, { deadline } = {}) {
+  if (op === 'ledger-forget') {
+    const answer = await write();
+    await freeClaim(store, run, resource, { deadline });
+    return answer;
+  }
+  const taken = await takeClaim(store, run, resource, { deadline });
+  try {
+    return await write();
+  } catch (e) {
+    if (taken.outcome === 'taken') await freeClaim(store, run, resource, { deadline }).catch(() => {});
+    throw e;
+  }
+}
+
+module.exports = { takeClaim, freeClaim, ledgerChange };

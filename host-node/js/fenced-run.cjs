@@ -7,7 +7,7 @@
  */
 const { hostError } = require('./core.cjs');
 const { resourceOf } = require('./ownership.cjs');
-const { takeClaim, freeClaim } = require('./claim.cjs');
+const { takeClaim, ledgerChange } = require('./claim.cjs');
 const { asBatonError, notify } = require('./loop.cjs');
 
 /** Internal methods the subclass provides or uses. */
@@ -131,20 +131,14 @@ class FencedRun {
     }
   }
 
-  /**
-   * The claim, then `write` (the fenced ledger change). A claim this call took is given back when the write
-   * is refused (LOCK_LOST, RECEIPT_CORRUPT, ...), so a run that no longer holds its lease leaves nothing
-   * behind (best effort: a claim left is stale once the lock moves on).
-   */
-  async #claimed(res, write) {
-    const taken = await this.#claim(res);
+  /** A ledger change of `res` (claims/claim.cjs `ledgerChange`) whose fenced write is `#fenced(op, request)`. */
+  async #change(op, res, request) {
+    const epoch = this.assertHeld();
+    const run = { env: this.env, scope: this.scope, holder: this.holder, epoch, predecessor: this.predecessor };
     try {
-      return await write();
+      return await ledgerChange(this.#store, run, op, res, () => this.#fenced(op, { ...request, resource: res }), { deadline: this[deadline]() });
     } catch (e) {
-      if (taken.outcome === 'taken') {
-        await freeClaim(this.#store, { env: this.env, scope: this.scope, epoch: this.epoch }, res).catch(() => {});
-      }
-      throw e;
+      throw asBatonError(e, 'the store failed');
     }
   }
 
@@ -158,8 +152,7 @@ class FencedRun {
   /** Records a write-ahead intent for `resource` before creating it (a fenced checkpoint). */
   async intend(resource) {
     this[open]('intend');
-    const res = resourceOf(resource);
-    await this.#claimed(res, () => this.#fenced('ledger-intend', { resource: res }));
+    await this.#change('ledger-intend', resourceOf(resource), {});
   }
 
   /** Records that `resource` exists with provider id `id` and this scope owns it. */
@@ -167,20 +160,13 @@ class FencedRun {
     this[open]('record');
     if (typeof id !== 'string') throw hostError('USAGE', 'lease.record needs the provider id of the resource (a string)');
     // The marker an entry that becomes owned is written with (BATON_CREATED_BY; the core judges it).
-    const res = resourceOf(resource);
-    await this.#claimed(res, () => this.#fenced('ledger-record', { resource: res, id, ownedMarker: process.env.BATON_CREATED_BY ?? null }));
+    await this.#change('ledger-record', resourceOf(resource), { id, ownedMarker: process.env.BATON_CREATED_BY ?? null });
   }
 
   /** Removes `resource` from the ledger; resolves `{forgotten}`. */
   async forget(resource) {
     this[open]('forget');
-    const res = resourceOf(resource);
-    const answer = await this.#fenced('ledger-forget', { resource: res });
-    // The claim goes when the entry went (one left by a crash here is stale once the lock moves on).
-    const run = { env: this.env, scope: this.scope, epoch: this.epoch };
-    await freeClaim(this.#store, run, res, { deadline: this[deadline]() }).catch((e) => {
-      throw asBatonError(e, 'the store failed');
-    });
+    const answer = await this.#change('ledger-forget', resourceOf(resource), {});
     return { forgotten: answer.forgotten === true };
   }
 
