@@ -657,11 +657,15 @@ export interface Lease {
   readonly receipt: Receipt | null;
   /** The run's verdict once it is over (a lease that carries a run or a parent object); else null or absent. */
   readonly verdict?: RunVerdict | null;
-  /** Records a write-ahead intent before creating `resource` (a fenced checkpoint): a crash leaves it for the next run to claim or re-create. */
+  /**
+   * Takes the resource's ownership claim, then records a write-ahead intent before creating it (a fenced
+   * checkpoint): a crash leaves it for the next run to claim or re-create. Rejects with OWNED_BY_OTHER_SCOPE
+   * (`details.owner`) when another scope owns it, even one creating it at this very instant (docs/claims.md).
+   */
   intend(resource: Resource): Promise<void>;
-  /** Records that `resource` exists with provider id `id` and this scope owns it (an intent becomes owned). */
+  /** Takes the claim (as `intend`), then records that `resource` exists with provider id `id` and this scope owns it. */
   record(resource: Resource, id: string): Promise<void>;
-  /** Removes `resource` from the ledger (deleted, or never created); `forgotten` says whether it was there. */
+  /** Removes `resource` from the ledger (deleted, or never created) and frees its claim; `forgotten` says whether it was there. */
   forget(resource: Resource): Promise<{ forgotten: boolean }>;
   /**
    * May this run create or change (`change: true`) the resource, or rely on it? Rejects with
@@ -784,6 +788,11 @@ export interface ScopeStatus {
   handoverPending: boolean;
   /** How many resources of the environment belong to other scopes. */
   foreignCount: number;
+  /**
+   * Resources this scope lists as owned that other scopes' ledgers list too (stores written before ownership
+   * claims, or by the original tool): for a person to resolve; neither scope may change them meanwhile.
+   */
+  conflicts: { resource: ResourceRef; scopes: string[] }[];
   warnings: string[];
 }
 
