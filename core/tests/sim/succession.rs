@@ -94,6 +94,19 @@ pub(crate) const BRANCH: usize = 0;
 pub(crate) const PR7: usize = 1;
 pub(crate) const PR8: usize = 2;
 pub(crate) const MAX_KEYS: usize = 5;
+/// The claim cells (`_claims/<hash>`, one per key of the pool) follow the scope cells: key `k`'s is
+/// `cells[CLAIM0 + k]`.
+pub(crate) const CLAIM0: usize = CELLS.len();
+/// Every cell of the simulated store.
+pub(crate) const ALL_CELLS: usize = CLAIM0 + MAX_KEYS;
+
+/// How a trace names cell `c`.
+pub(crate) fn cell_name(c: usize) -> String {
+    match CELLS.get(c) {
+        Some(s) => (*s).to_owned(),
+        None => format!("_claims(k{})", c - CLAIM0),
+    }
+}
 
 /// A deliberate defect, to prove that the checks can fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,6 +131,9 @@ pub(crate) enum Sabotage {
     /// The host carries out the machine's SIGKILL a TTL late (C3, or C2 for a cancel, must catch the
     /// command that outlives its grace).
     LateKill,
+    /// The adapter skips `claim-take` (before the intent and before the record): only the check's listing
+    /// stands between two scopes creating one key at once (S1 must catch the blind race's second owner).
+    NoClaims,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +172,8 @@ pub(crate) struct RunPlan {
     pub(crate) crash_at: Option<u64>,
     /// Crashes as soon as its first intent is acknowledged (the provider create never happens).
     pub(crate) crash_after_intend: bool,
+    /// Crashes as soon as its first claim is acknowledged (taken or re-stamped), before its intent.
+    pub(crate) crash_after_claim: bool,
     pub(crate) pause: Option<(u64, u64)>,
     /// The command traps SIGINT and SIGTERM: only SIGKILL ends it early.
     pub(crate) traps: bool,
@@ -182,8 +200,6 @@ pub(crate) struct SuccessionPlan {
     pub(crate) strict: bool,
     /// Whether the known deviation of a late cancel (see `Counters::late_cancel_verdicts`) fails the schedule.
     pub(crate) strict_cancel: bool,
-    /// Whether blind races (two owners that neither check could see) fail the schedule, to show one.
-    pub(crate) strict_races: bool,
     pub(crate) horizon: u64,
 }
 
@@ -222,6 +238,7 @@ impl SuccessionPlan {
         let n = rng.range(3, 5) as usize;
         // The cancellation faults draw from their own stream: the rest of a seed's schedule stays as it was.
         let mut crng = Rng::new(seed, 23);
+        let mut krng = Rng::new(seed, 24);
         let cancel_grace = crng.range(ttl / 4, 2 * ttl);
         let mut runs = Vec::with_capacity(n);
         for i in 0..n {
@@ -252,6 +269,7 @@ impl SuccessionPlan {
                 stop_delay: rng.range(0, 50),
                 crash_at: None,
                 crash_after_intend: false,
+                crash_after_claim: false,
                 pause: None,
                 traps: crng.chance(300),
                 cancel: None,
@@ -261,6 +279,8 @@ impl SuccessionPlan {
                     run.crash_at = Some(start + rng.range(0, 4 * ttl));
                 }
                 run.crash_after_intend = rng.chance(80);
+                // From its own stream, so that the rest of a seed's schedule stays as it was.
+                run.crash_after_claim = krng.chance(60);
                 if rng.chance(200) {
                     let dur = match rng.below(10) {
                         0..=4 => rng.range(20, ttl / 3),
@@ -295,7 +315,6 @@ impl SuccessionPlan {
             sabotage: Sabotage::None,
             strict: false,
             strict_cancel: false,
-            strict_races: false,
             horizon: 0,
         };
         plan.horizon = plan.compute_horizon();
@@ -357,9 +376,32 @@ pub(crate) struct Counters {
     pub(crate) moved: u64,
     pub(crate) inherited: u64,
     pub(crate) pending_pairs: u64,
-    pub(crate) create_races: u64,
-    pub(crate) inherited_doubles: u64,
     pub(crate) phantom_moves: u64,
+    /// `claim-take` decisions: taken (no claim before), taken from a stale claim, re-stamped (the scope's
+    /// own claim at another epoch), held (already this run's), inherited (the predecessor's); refusals
+    /// (`OWNED_BY_OTHER_SCOPE`): by another scope's ledger, by a live claim whose scope does not list it yet;
+    /// the needs answered (a listing, a claimer's facts); takes given up after 8 rounds (`STORE_CONTENDED`).
+    pub(crate) claims_taken: u64,
+    pub(crate) stale_claims_taken: u64,
+    pub(crate) claims_restamped: u64,
+    pub(crate) claims_held: u64,
+    pub(crate) claims_inherited: u64,
+    pub(crate) refused_by_ledger: u64,
+    pub(crate) refused_by_live_claim: u64,
+    pub(crate) claim_listings: u64,
+    pub(crate) claim_facts_read: u64,
+    pub(crate) takes_contended: u64,
+    /// `claim-free` after a forget: freed, left (not this scope's, or already gone).
+    pub(crate) claims_freed: u64,
+    pub(crate) frees_noop: u64,
+    /// The machine's `claim-move` after a handover: moved, left (a third scope's claim), failed (no reply).
+    pub(crate) claims_moved: u64,
+    pub(crate) claim_moves_left: u64,
+    pub(crate) claim_moves_failed: u64,
+    /// Observations of a claim still naming the branch after a handover gave its ledger entry to the PR
+    /// (allowed until the claim is written again; see `succession_checks.rs`).
+    pub(crate) lagging_claims_seen: u64,
+    pub(crate) crashes_after_claim: u64,
     pub(crate) intents_left: u64,
     pub(crate) lost_replies: u64,
     pub(crate) failed_commits: u64,
@@ -395,20 +437,11 @@ pub(crate) struct Counters {
     /// `cancelled`") although the final receipt says `complete` or `failed`. Fails when `strict_cancel`.
     pub(crate) late_cancel_verdicts: u64,
     pub(crate) first_late_cancel_seed: u64,
-    /// The first seed that showed a blind create race, an inherited double (`u64::MAX`: none).
-    pub(crate) first_race_seed: u64,
-    pub(crate) first_inherited_double_seed: u64,
 }
 
 impl Counters {
     pub(crate) fn new() -> Self {
-        Self {
-            first_race_seed: u64::MAX,
-            first_inherited_double_seed: u64::MAX,
-            first_adopted_handover_seed: u64::MAX,
-            first_late_cancel_seed: u64::MAX,
-            ..Self::default()
-        }
+        Self { first_adopted_handover_seed: u64::MAX, first_late_cancel_seed: u64::MAX, ..Self::default() }
     }
 
     pub(crate) fn add(&mut self, o: &Self) {
@@ -446,9 +479,24 @@ impl Counters {
             moved,
             inherited,
             pending_pairs,
-            create_races,
-            inherited_doubles,
             phantom_moves,
+            claims_taken,
+            stale_claims_taken,
+            claims_restamped,
+            claims_held,
+            claims_inherited,
+            refused_by_ledger,
+            refused_by_live_claim,
+            claim_listings,
+            claim_facts_read,
+            takes_contended,
+            claims_freed,
+            frees_noop,
+            claims_moved,
+            claim_moves_left,
+            claim_moves_failed,
+            lagging_claims_seen,
+            crashes_after_claim,
             intents_left,
             lost_replies,
             failed_commits,
@@ -475,8 +523,6 @@ impl Counters {
         );
         self.first_late_cancel_seed = self.first_late_cancel_seed.min(o.first_late_cancel_seed);
         self.first_adopted_handover_seed = self.first_adopted_handover_seed.min(o.first_adopted_handover_seed);
-        self.first_race_seed = self.first_race_seed.min(o.first_race_seed);
-        self.first_inherited_double_seed = self.first_inherited_double_seed.min(o.first_inherited_double_seed);
     }
 }
 
