@@ -37,13 +37,14 @@
 //! `sim/succession_store.rs`): a branch scope, its PR scope and an unrelated PR scope, each with runs that
 //! are real `RunMachine`s (`baton_core::run`) driven by a simulated host: `store`/`read` actions go to the
 //! simulated store (latency, lost replies), `start-work` starts a simulated command that records what it
-//! owns with fenced ledger calls at the exported epoch (intents, records, forgets, adoptions, refused
-//! creates, destroy runs), `signal` stops or kills it, `done` ends the run; crashes drop the machine,
+//! owns with fenced ledger calls at the exported epoch (claims taken before intents and records, intents,
+//! records, forgets and the claims freed after them, adoptions, refused creates, destroy runs) on a store
+//! that also holds a claim cell per key, `signal` stops or kills it, `done` ends the run; crashes drop the machine,
 //! freezes delay its host, cancels signal it (mostly while the command runs). Invariants S1 exactly one
 //! owner, S2 nothing lost, S3 fenced receipt writes, C1 no release while the work runs, C2 a cancelled run
 //! ends cancelled, C3 the work stops within the grace after a lost lease, liveness and the host contract.
-//! Tests: `succession_simulation` (same variables; `BATON_SIM_SUCCESSION_STRICT=0` only counts the fixed
-//! adopted-handover deviation, `=2` also fails the blind create races it allows; `BATON_SIM_CANCEL_STRICT=0`
+//! Tests: `succession_simulation` (same variables; two owners of any kind fail S1, blind races included;
+//! `BATON_SIM_SUCCESSION_STRICT=0` only counts the fixed adopted-handover deviation; `BATON_SIM_CANCEL_STRICT=0`
 //! only counts a late signal's verdict against the receipt, fixed in the machine, so it fails by default); `succession_checkers_catch_sabotage`
 //! (each invariant's control: see the test).
 
@@ -321,7 +322,7 @@ fn succession_report(c: &succession::Counters) -> String {
          final receipts complete {}, failed {}, cancelled {}; entries inherited {}\n\
          handovers attempted {}: moved {} entries in {}, nothing to move {}, busy (LOCK_HELD) {}, fenced out {}, failed {}; \
          already deleted by the PR {}\n\
-         two owners allowed: pending PR/branch {}; claims lagging behind a handover or forget (seen) {}\n\
+         two owners allowed: pending PR/branch {}; claims lagging behind a handover or forget (seen) {}, claims of the branch beside the PR's inherited copy (seen) {}\n\
          claim-take: taken {}, stale claims taken {}, re-stamped {}, held {}, inherited {}; refused (OWNED_BY_OTHER_SCOPE) by a ledger {}, by a live claim {}; \
          listings for it {}, claimers' facts read {}, given up (STORE_CONTENDED) {}\n\
          claim-free: freed {}, nothing to free {}; claim-move: moved {}, left (a third scope's) {}, no reply {}\n\
@@ -365,6 +366,7 @@ fn succession_report(c: &succession::Counters) -> String {
         c.phantom_moves,
         c.pending_pairs,
         c.lagging_claims_seen,
+        c.claims_beside_copies,
         c.claims_taken,
         c.stale_claims_taken,
         c.claims_restamped,

@@ -15,24 +15,38 @@
 //! and sometimes a lost reply (committed or not); `start-work` starts the adapter with the exported holder
 //! and epoch; `signal` signals it; its exit is reported with `work_ended`; `done` ends the run.
 //!
+//! The store holds the scope cells and one claim cell per key of the pool (`_claims/<hash>`,
+//! `claims::claim_cell(ENV, "fake", {}, "k<n>")`), with the same latency, lost replies and crashes: the
+//! machine's `claim-move` after a handover and the adapter's claim transactions run on them.
+//!
 //! The adapter is the command's part, unchanged from a real command calling `baton ledger ...`: 1-3
 //! actions on keys drawn from a pool of 2-5 shared by all scopes, each a fenced ledger call made with the
-//! epoch the machine exported: *create* (list every scope's `latest.json`, `ledger-check change=true`
-//! against that listing with the predecessor `succession` names; on `OWNED_BY_OTHER_SCOPE` skip, on an own
-//! intent claim it with `ledger-record`, on an owned entry do nothing, else `ledger-intend`, the provider's
-//! create, `ledger-record`), *rely* (on a resource that exists: list, `ledger-check change=false`, which
-//! records a foreign one as `adopted`) or *forget* (delete one its receipt lists, then `ledger-forget`); a
-//! destroy's adapter deletes and forgets each resource of the machine's delete list. It exits 0, or 1 when a
-//! step failed or the command fails by plan. On SIGINT/SIGTERM it stops after a delay, unless it traps
-//! them (then only the machine's SIGKILL ends it); a call it already sent still commits.
+//! epoch the machine exported: *create*, *rely* or *forget*.
+//! - *create*: list every scope's `latest.json`, `ledger-check change=true` against that listing with the
+//!   predecessor `succession` names (on `OWNED_BY_OTHER_SCOPE` skip; on an owned entry do nothing; on an
+//!   own intent left by a crashed run go straight to the record below); then `baton ledger intend`: a
+//!   `claim-take` on the key's claim cell, whose needs it satisfies and asks again, each a store round trip
+//!   with no think time between (`others`: a fresh listing; `facts`: a read of the claiming scope's cell,
+//!   `claim-facts`), at most 8 takes (then `STORE_CONTENDED`, the step fails), as `host-native`'s
+//!   `claim::take` does; `OWNED_BY_OTHER_SCOPE` from it is a refusal like the check's (skip); then
+//!   `ledger-intend`. Then the provider's create, and `baton ledger record`: `claim-take` again (normally
+//!   `held`: one round trip; a refusal fails the step) and `ledger-record`. Not modelled: the read-only
+//!   take that `ledger check --change` also makes (it decides nothing the take after it does not).
+//! - *rely* (on a resource that exists): list, `ledger-check change=false`, which records a foreign one as
+//!   `adopted`; no claim (adoption claims nothing).
+//! - *forget*: delete one its receipt lists, then `ledger-forget`, then `claim-free`.
+//! A destroy's adapter deletes, forgets and frees each resource of the machine's delete list. It exits 0,
+//! or 1 when a step failed or the command fails by plan. On SIGINT/SIGTERM it stops after a delay, unless
+//! it traps them (then only the machine's SIGKILL ends it); a call it already sent still commits.
 //!
 //! The provider is modelled per key: a resource exists from its create (an upsert, just before
 //! `ledger-record`) until a delete (just before `ledger-forget`).
 //!
 //! Faults: store latency (sometimes beyond the TTL), lost replies, slow provider calls between steps,
 //! freezes of a run's host (sometimes beyond the TTL: the lease is taken over and the frozen run's later
-//! writes are refused), crashes (the machine is dropped mid-flight, its command dies with it; anywhere, or
-//! right after an intent landed, leaving it), clock skew within the lease margin, and cancellation (SIGINT
+//! writes are refused), crashes (the machine is dropped mid-flight, its command dies with it; anywhere,
+//! right after an intent landed, leaving it, or between a claim and its intent, leaving a claim that is
+//! stale once the scope's lock moves on), clock skew within the lease margin, and cancellation (SIGINT
 //! or SIGTERM to the host, sometimes followed by SIGTERM as CI runners do; mostly while the command runs,
 //! sometimes before it started). An adapter that thaws from a freeze may act before its host does: a
 //! provider create it then makes after its lease ended ("zombie") is fenced by nothing; it is counted, and
@@ -40,13 +54,19 @@
 //!
 //! Invariants (a failure names the invariant, the seed and a trace; positions `#n` count receipt writes):
 //! - S1 exactly one owner. Whenever a scope starts listing a resource as owned (`baton` or `intent`) while
-//!   another scope lists it too, it must be allowed: the PR creating or inheriting what its predecessor
-//!   lists (pending until a handover); a *blind* race, where the creating run's `ledger-check` read a
-//!   listing taken before the other scope's claim (check and intent are transactions on different cells,
-//!   so nothing excludes two scopes; counted); a PR inheriting what its predecessor already shared with
-//!   another scope (counted). A create whose listing already showed the other claim fails S1. After every
-//!   committed handover the branch lists none of the identities handed over; then and at the end every
-//!   resource listed by two scopes is one of the allowed pairs.
+//!   another scope lists it too, it must be the one allowed pair: the PR creating or inheriting what its
+//!   predecessor lists (pending until a handover). Anything else fails, blind races included (the
+//!   creating run's `ledger-check` read a listing taken before the other scope's intent: the claim must
+//!   refuse one of them; `Sabotage::NoClaims` shows these), and so does a PR inheriting what another scope
+//!   owns. After every committed handover the branch lists none of the identities handed over; then and
+//!   at the end every resource listed by two scopes is the allowed pair. On the claims, after every
+//!   receipt or claim write: a claim that names a scope whose ledger does not list the key (the claimer
+//!   is about to write its intent, or died before it) coexists with no other scope's ledger owning the
+//!   key, except while it *lags*: the branch's ledger lost the key by a handover (to the PR) or by its own
+//!   forget (while the PR lists its inherited copy), and nothing wrote the claim since; the machine's
+//!   `claim-move` or the adapter's `claim-free` is on its way, or failed (the claim is stale then: the
+//!   branch's lock has moved on, and the PR's next take moves it). Only that pair (claim naming the
+//!   branch, the PR owning) is allowed to lag.
 //! - S2 nothing lost. A resource a handover takes out of the branch is owned afterwards (by the PR, or by
 //!   the other party of a blind race), unless it no longer exists (the PR deleted it); at the end every
 //!   resource that exists is owned by some scope (intents left by crashed runs count).
@@ -401,6 +421,9 @@ pub(crate) struct Counters {
     /// Observations of a claim still naming the branch after a handover gave its ledger entry to the PR
     /// (allowed until the claim is written again; see `succession_checks.rs`).
     pub(crate) lagging_claims_seen: u64,
+    /// Observations of a claim naming the branch (about to re-create a key it forgot) while the PR lists a
+    /// copy of it inherited from the branch.
+    pub(crate) claims_beside_copies: u64,
     pub(crate) crashes_after_claim: u64,
     pub(crate) intents_left: u64,
     pub(crate) lost_replies: u64,
@@ -496,6 +519,7 @@ impl Counters {
             claim_moves_left,
             claim_moves_failed,
             lagging_claims_seen,
+            claims_beside_copies,
             crashes_after_claim,
             intents_left,
             lost_replies,

@@ -55,6 +55,17 @@ pub(crate) fn kinds_of(receipt: &Value) -> [u8; MAX_KEYS] {
     out
 }
 
+/// Per key: whether the receipt lists it as a copy inherited from the branch (`inheritedFrom`).
+pub(crate) fn inherited_of(receipt: &Value) -> [bool; MAX_KEYS] {
+    let mut out = [false; MAX_KEYS];
+    for e in receipt.get("ledger").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(k) = key_of(e) {
+            out[k] = e.get("inheritedFrom").and_then(Value::as_str) == Some(SCOPES[BRANCH]);
+        }
+    }
+    out
+}
+
 pub(crate) fn encode(kinds: &[u8; MAX_KEYS]) -> u16 {
     kinds.iter().enumerate().fold(0, |acc, (k, v)| acc | (u16::from(*v) << (2 * k)))
 }
@@ -108,6 +119,9 @@ impl World<'_> {
         let old = self.kinds[c];
         let new = if skip_write { old } else { kinds_of(receipt) };
         self.kinds[c] = new;
+        if !skip_write {
+            self.copies[c] = inherited_of(receipt);
+        }
         self.note_write(r, op.name(), c, encode(&new), seq);
         let create = matches!(op, Op::Intend(_) | Op::Record(_));
         match op {
@@ -185,6 +199,12 @@ impl World<'_> {
                     self.c.lagging_claims_seen += 1;
                     continue;
                 }
+                if s == BRANCH && t == PR7 && self.copies[PR7][k] {
+                    // The PR's copy of what the branch listed, while the branch re-creates it (the pair
+                    // that follows is the pending one): the PR's copy is the branch's by the core's rule.
+                    self.c.claims_beside_copies += 1;
+                    continue;
+                }
                 let detail = format!(
                     "{when}: the claim of k{k} names {}, whose ledger does not list it, while {} owns it (since #{})",
                     SCOPES[s], SCOPES[t], self.since[t][k]
@@ -210,8 +230,10 @@ impl World<'_> {
             if t == c || !owns(self.kinds[t][k]) {
                 continue;
             }
-            if c == PR7 && t == BRANCH {
-                // The PR created or inherited what its predecessor lists: pending until a handover.
+            // The PR created or inherited what its predecessor lists, or the branch lists what the PR holds
+            // a copy of (inherited from a receipt read before the branch forgot it): pending until a
+            // handover. The core's rule reads the PR's copy as the branch's while the branch lists it.
+            if (c == PR7 && t == BRANCH) || (c == BRANCH && t == PR7 && self.copies[PR7][k]) {
                 self.c.pending_pairs += 1;
                 self.excuse[c][k] |= 1 << t;
                 continue;

@@ -282,6 +282,8 @@ pub(crate) struct World<'p> {
     pub(crate) kinds: [[u8; MAX_KEYS]; 3],
     pub(crate) since: [[u64; MAX_KEYS]; 3],
     pub(crate) excuse: [[u8; MAX_KEYS]; 3],
+    /// Per scope and key: the entry is a copy inherited from the branch (`inheritedFrom`).
+    pub(crate) copies: [[bool; MAX_KEYS]; 3],
     /// Per scope and key: its last create/intent/record (commit number).
     pub(crate) claimed_by: [[u64; MAX_KEYS]; 3],
     /// Per key: whether the resource exists at the provider (an upsert: created before `ledger-record`,
@@ -343,6 +345,7 @@ impl<'p> World<'p> {
             kinds: [[NONE; MAX_KEYS]; 3],
             since: [[0; MAX_KEYS]; 3],
             excuse: [[0; MAX_KEYS]; 3],
+            copies: [[false; MAX_KEYS]; 3],
             claimed_by: [[0; MAX_KEYS]; 3],
             exists: [false; MAX_KEYS],
             zombie: [false; MAX_KEYS],
