@@ -502,3 +502,42 @@ fn succession_checkers_catch_sabotage() {
         eprintln!("{sabotage:?}: caught at seed {seed} by {}: {}", f.invariant, f.detail);
     }
 }
+
+/// A window the random schedules reach too rarely to rely on (a zombie adapter's take between a newer run's
+/// take and its intent), played directly on the claim transactions: a run of `pr-8` at epoch 1 whose lease
+/// was taken over (its writes fenced out) must not re-stamp the claim that `pr-8`'s run at epoch 2 took,
+/// or `pr-9` would judge that claim stale (the lock moved on from epoch 1, the ledger lists nothing yet),
+/// take it, and both scopes would own the key once epoch 2's intent lands.
+#[test]
+fn succession_claim_of_an_older_epoch_stays() {
+    use baton_core::cell::{Cell, Change};
+    use baton_core::claims::{self, ClaimFacts, TakeRequest};
+    use baton_core::ownership::OtherScope;
+    let res = succession_command::resource(0);
+    let (env, scope) = claims::claim_cell("preview", &res.adapter, &res.provider, &res.key);
+    let mut cell = Cell { env, scope, ..Cell::default() };
+    let others = vec![OtherScope { scope: "pr-8".into(), text: None }, OtherScope { scope: "pr-9".into(), text: None }];
+    let request = |scope: &str, epoch: u64, facts: Option<ClaimFacts>| TakeRequest {
+        env: "preview".into(),
+        scope: scope.into(),
+        holder: format!("run-{scope}-{epoch}"),
+        epoch,
+        resource: res.clone(),
+        predecessor: None,
+        others: Some(others.clone()),
+        facts,
+    };
+    let taken = claims::take(&cell, 0, &request("pr-8", 2, None)).expect("the first claim");
+    assert_eq!(taken["outcome"], "taken", "{taken}");
+    let changes: Vec<Change> = serde_json::from_value(taken["changes"].clone()).expect("changes");
+    cell.apply(&changes);
+    // pr-8's cell as both takers read it: the lock at epoch 2, the intent of epoch 2 not landed yet.
+    let facts = |claim_epoch| Some(ClaimFacts { scope: "pr-8".into(), claim_epoch, lock_epoch: Some(2), lists: false });
+    let zombie = claims::take(&cell, 0, &request("pr-8", 1, facts(2)));
+    let code = zombie.as_ref().map(|v| v["outcome"].to_string()).map_err(|e| e.code.as_str());
+    assert_eq!(code, Err("OWNED_BY_OTHER_SCOPE"), "epoch 1 of pr-8 took back the claim of epoch 2");
+    let claim = claims::read_claim(&cell).expect("claim").expect("a claim");
+    assert_eq!((claim.scope.as_str(), claim.epoch), ("pr-8", 2));
+    let other = claims::take(&cell, 0, &request("pr-9", 1, facts(2)));
+    assert_eq!(other.map_err(|e| e.code.as_str()).err(), Some("OWNED_BY_OTHER_SCOPE"), "pr-9 took a live claim");
+}

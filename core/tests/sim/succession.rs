@@ -35,6 +35,7 @@
 //! - *rely* (on a resource that exists): list, `ledger-check change=false`, which records a foreign one as
 //!   `adopted`; no claim (adoption claims nothing).
 //! - *forget*: delete one its receipt lists, then `ledger-forget`, then `claim-free`.
+//!
 //! A destroy's adapter deletes, forgets and frees each resource of the machine's delete list. It exits 0,
 //! or 1 when a step failed or the command fails by plan. On SIGINT/SIGTERM it stops after a delay, unless
 //! it traps them (then only the machine's SIGKILL ends it); a call it already sent still commits.
@@ -55,18 +56,22 @@
 //! Invariants (a failure names the invariant, the seed and a trace; positions `#n` count receipt writes):
 //! - S1 exactly one owner. Whenever a scope starts listing a resource as owned (`baton` or `intent`) while
 //!   another scope lists it too, it must be the one allowed pair: the PR creating or inheriting what its
-//!   predecessor lists (pending until a handover). Anything else fails, blind races included (the
+//!   predecessor lists, or the branch re-creating what the PR holds a copy of inherited from the branch
+//!   (`inheritedFrom`: run-begin copied a receipt read before the branch forgot it; the core reads such a
+//!   copy as the branch's while the branch lists it); pending until a handover. Anything else fails,
+//!   blind races included (the
 //!   creating run's `ledger-check` read a listing taken before the other scope's intent: the claim must
 //!   refuse one of them; `Sabotage::NoClaims` shows these), and so does a PR inheriting what another scope
 //!   owns. After every committed handover the branch lists none of the identities handed over; then and
 //!   at the end every resource listed by two scopes is the allowed pair. On the claims, after every
 //!   receipt or claim write: a claim that names a scope whose ledger does not list the key (the claimer
 //!   is about to write its intent, or died before it) coexists with no other scope's ledger owning the
-//!   key, except while it *lags*: the branch's ledger lost the key by a handover (to the PR) or by its own
-//!   forget (while the PR lists its inherited copy), and nothing wrote the claim since; the machine's
-//!   `claim-move` or the adapter's `claim-free` is on its way, or failed (the claim is stale then: the
-//!   branch's lock has moved on, and the PR's next take moves it). Only that pair (claim naming the
-//!   branch, the PR owning) is allowed to lag.
+//!   key, except for two states of the claim naming the branch while the PR owns the key: the claim
+//!   *lags* (the branch's ledger lost the key by a handover to the PR, or by its own forget while the PR
+//!   lists its inherited copy, and nothing wrote the claim since: the machine's `claim-move` or the
+//!   adapter's `claim-free` is on its way, or failed, and then the claim is stale, the branch's lock
+//!   having moved on, and the PR's next take moves it), or the PR's entry is a copy inherited from the
+//!   branch, which the branch is re-creating (the allowed pair above follows).
 //! - S2 nothing lost. A resource a handover takes out of the branch is owned afterwards (by the PR, or by
 //!   the other party of a blind race), unless it no longer exists (the PR deleted it); at the end every
 //!   resource that exists is owned by some scope (intents left by crashed runs count).

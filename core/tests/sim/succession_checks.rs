@@ -185,6 +185,7 @@ impl World<'_> {
     /// the PR still lists its inherited copy) and the claim was not written since (the machine's
     /// `claim-move` or the adapter's `claim-free` is on its way, or failed: the claim is then stale and
     /// the PR's next take moves it).
+    #[allow(clippy::needless_range_loop)] // `t` indexes several per-scope tables.
     pub(crate) fn check_claims(&mut self, when: &str) -> Result<(), Failure> {
         for k in 0..usize::from(self.plan.keys) {
             let Some(s) = self.claim_of[k] else { continue };
