@@ -150,7 +150,7 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
         let record = mine(None);
         return Ok(decided("taken", vec![record.change()], &record));
     };
-    if c.scope == r.scope {
+    if c.scope == r.scope && r.epoch >= c.epoch {
         let record = ClaimRecord { extra: c.extra.clone(), ..mine(None) };
         return Ok(decided("restamped", vec![record.change()], &record));
     }
