@@ -276,6 +276,18 @@ impl Guest for Component {
     fn git_cat_parse(request: String) -> Result<String, Error> {
         call("git-cat-parse", request)
     }
+    fn etcd_keys(request: String) -> Result<String, Error> {
+        call("etcd-keys", request)
+    }
+    fn etcd_txn(request: String) -> Result<String, Error> {
+        call("etcd-txn", request)
+    }
+    fn etcd_list(request: String) -> Result<String, Error> {
+        call("etcd-list", request)
+    }
+    fn etcd_retry(request: String) -> Result<String, Error> {
+        call("etcd-retry", request)
+    }
 }
 
 export!(Component);

@@ -137,6 +137,10 @@ impl CoreComponent {
             "git-stale-clones" => d.call_git_stale_clones(s, &req),
             "git-commit" => d.call_git_commit(s, &req),
             "git-cat-parse" => d.call_git_cat_parse(s, &req),
+            "etcd-keys" => d.call_etcd_keys(s, &req),
+            "etcd-txn" => d.call_etcd_txn(s, &req),
+            "etcd-list" => d.call_etcd_list(s, &req),
+            "etcd-retry" => d.call_etcd_retry(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }
