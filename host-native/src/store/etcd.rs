@@ -1,0 +1,358 @@
+//! The etcd store (`etcd:<endpoint>[,<endpoint>...]`): the file `f` of the cell `env/scope` is the key
+//! `<prefix><env dir>/<scope dir>/f` (prefix `BATON_ETCD_PREFIX`, default `/baton/`). A transaction reads
+//! the cell's state files and their `mod_revision`s in one read-only etcd transaction, asks the core, and
+//! commits the answer's changes in ONE etcd transaction that compares every state file's `mod_revision`
+//! with what it read (the core's `etcd-txn`); a refused compare is a conflict, answered by a fresh read
+//! and a new decision. A list is one range read of the environment (`etcd-list`). Layout, the
+//! compare-and-swap and the retry rules are the core's (`core/src/stores/etcd.rs`), as in the Node store.
+//!
+//! Every operation has a deadline: the store budget (`BATON_STORE_BUDGET_MS`) from when it was asked for,
+//! bounded by the caller's (a held lease's `store_deadline`), as the core's `store-deadline` decides. One
+//! request to one endpoint may take the core's `attemptMs` at most; a failed or silent endpoint passes the
+//! operation to the next endpoint, and the core's `etcd-retry` says when to stop (`STORE_PERMISSION` for
+//! refused credentials, `STORE_CONTENDED` naming the endpoints when none answered in time).
+
+mod conn;
+
+use crate::engine::CoreComponent;
+use crate::error::HostError;
+use conn::{Conns, Failure, TlsFiles};
+use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// An etcd store. Clones share the connections.
+#[derive(Clone)]
+pub struct EtcdStore {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for EtcdStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EtcdStore({})", self.inner.label)
+    }
+}
+
+struct Inner {
+    conns: Conns,
+    prefix: String,
+    budget_ms: u64,
+    attempt_ms: u64,
+    label: String,
+    export_spec: String,
+    /// The endpoint requests go to first: the last one that answered.
+    current: AtomicUsize,
+}
+
+/// The time bounds of one operation.
+struct Op {
+    started: Instant,
+    end: Instant,
+    attempts: u32,
+    /// The last failure, for the error when the deadline then cuts the operation short.
+    last: (usize, String),
+}
+
+impl Op {
+    fn elapsed_ms(&self) -> u64 {
+        ms(self.started.elapsed())
+    }
+
+    fn budget_ms(&self) -> u64 {
+        ms(self.end.saturating_duration_since(self.started))
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A cell as loaded: the snapshot's files and each state file's `mod_revision`.
+struct Loaded {
+    files: Map<String, Value>,
+    revisions: BTreeMap<String, i64>,
+}
+
+impl EtcdStore {
+    /// The store the core's `store-spec` answered (`kind: "etcd"`): endpoints, prefix, budget, attempt
+    /// time, credentials and TLS paths. Connects on first use.
+    pub fn open(spec: &Value) -> Result<Self, HostError> {
+        let bad = || HostError::internal("store-spec answered an etcd store without endpoints, prefix or label");
+        let endpoints: Vec<String> = spec["endpoints"]
+            .as_array()
+            .ok_or_else(bad)?
+            .iter()
+            .filter_map(|e| e.as_str().map(str::to_owned))
+            .collect();
+        let text = |k: &str| spec[k].as_str().map(str::to_owned).ok_or_else(bad);
+        let auth = spec["auth"]["user"]
+            .as_str()
+            .map(|u| (u.to_owned(), spec["auth"]["password"].as_str().unwrap_or_default().to_owned()));
+        let tls = TlsFiles::read(&spec["tls"])?;
+        let attempt_ms = spec["attemptMs"].as_u64().unwrap_or(2_000).max(1);
+        let conns = Conns::new(endpoints, auth, tls.as_ref(), Duration::from_millis(attempt_ms))?;
+        let inner = Inner {
+            conns,
+            prefix: text("prefix")?,
+            budget_ms: spec["budgetMs"].as_u64().unwrap_or(60_000),
+            attempt_ms,
+            label: text("label")?,
+            export_spec: text("exportSpec")?,
+            current: AtomicUsize::new(0),
+        };
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    /// The spec that names this store, without credentials, for output.
+    pub fn spec(&self) -> String {
+        self.inner.label.clone()
+    }
+
+    /// The budget of one operation, in ms.
+    pub fn budget_ms(&self) -> u64 {
+        self.inner.budget_ms
+    }
+
+    /// The spec a child process needs to open the same store (credentials of the URL included).
+    pub fn export_spec(&self) -> String {
+        self.inner.export_spec.clone()
+    }
+
+    /// One transaction on the cell `env/scope` (see the module documentation), ended by `deadline` at the
+    /// latest (else by the budget).
+    pub fn transact(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        deadline: Option<Instant>,
+        mut decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
+    ) -> Result<Value, HostError> {
+        let mut op = self.begin(core, deadline);
+        let keys = self.keys(core, env, Some(scope))?;
+        let cell = keys["cell"].as_str().unwrap_or_default().to_owned();
+        let what = format!("the cell {env}/{scope}");
+        loop {
+            let loaded = self.load(core, &mut op, &what, &keys)?;
+            let snapshot = json!({ "env": env, "scope": scope, "files": loaded.files });
+            let answer = decide(core, snapshot, super::dir::now_ms())?;
+            let changes = answer.get("changes").and_then(Value::as_array).cloned().unwrap_or_default();
+            if changes.is_empty() {
+                return Ok(answer);
+            }
+            let plan = core.invoke("etcd-txn", &json!({ "cell": cell, "revisions": loaded.revisions, "changes": changes }))?;
+            let txn = txn_of(&plan);
+            if self.attempt(core, &mut op, &what, move |mut c| async move { Ok(c.txn(txn).await?.succeeded()) })? {
+                return Ok(answer);
+            }
+            // Another writer moved the cell since the load: decide again on what is there now.
+            self.retry(core, &mut op, &what, "conflict", None, "")?;
+        }
+    }
+
+    /// A read-only look at the cell.
+    pub fn read<T>(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        decide: impl FnOnce(&mut CoreComponent, Value, i64) -> Result<T, HostError>,
+    ) -> Result<T, HostError> {
+        let mut op = self.begin(core, None);
+        let keys = self.keys(core, env, Some(scope))?;
+        let loaded = self.load(core, &mut op, &format!("the cell {env}/{scope}"), &keys)?;
+        decide(core, json!({ "env": env, "scope": scope, "files": loaded.files }), super::dir::now_ms())
+    }
+
+    /// The text of one file of the cell, if it exists.
+    pub fn read_file(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        file: &str,
+    ) -> Result<Option<String>, HostError> {
+        let mut op = self.begin(core, None);
+        let keys = self.keys(core, env, Some(scope))?;
+        let key = format!("{}{file}", keys["cell"].as_str().unwrap_or_default());
+        let what = format!("{file} of {env}/{scope}");
+        self.attempt(core, &mut op, &what, move |mut c| async move {
+            let got = c.get(key, None).await?;
+            Ok(got.kvs().first().map(|kv| String::from_utf8_lossy(kv.value()).into_owned()))
+        })
+    }
+
+    /// The scopes of `env` with their `latest.json` text, sorted by scope: one range read (`etcd-list`).
+    pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
+        let mut op = self.begin(core, None);
+        let range = self.keys(core, env, None)?["env"].as_str().unwrap_or_default().to_owned();
+        let what = format!("the list of {env}");
+        let prefix = range.clone();
+        let kvs = self.attempt(core, &mut op, &what, move |mut c| async move {
+            let got = c.get(prefix, Some(GetOptions::new().with_prefix())).await?;
+            Ok(got
+                .kvs()
+                .iter()
+                .map(|kv| {
+                    json!({
+                        "key": String::from_utf8_lossy(kv.key()),
+                        "value": String::from_utf8_lossy(kv.value()),
+                    })
+                })
+                .collect::<Vec<Value>>())
+        })?;
+        let listed = core.invoke("etcd-list", &json!({ "env": env, "range": range, "kvs": kvs }))?;
+        Ok(listed["cells"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// Starts an operation: its end is the core's `store-deadline` (the budget from now, bounded by
+    /// `deadline`).
+    fn begin(&self, core: &mut CoreComponent, deadline: Option<Instant>) -> Op {
+        let started = Instant::now();
+        let request = json!({
+            "nowMs": 0, "startedMs": 0, "budgetMs": self.inner.budget_ms,
+            "deadlineMs": deadline.map(|d| ms(d.saturating_duration_since(started))),
+        });
+        let remaining = core.invoke("store-deadline", &request).ok().and_then(|v| v["remainingMs"].as_u64());
+        Op { started, end: started + Duration::from_millis(remaining.unwrap_or(self.inner.budget_ms)), attempts: 0, last: (0, String::new()) }
+    }
+
+    fn keys(&self, core: &mut CoreComponent, env: &str, scope: Option<&str>) -> Result<Value, HostError> {
+        core.invoke("etcd-keys", &json!({ "prefix": self.inner.prefix, "env": env, "scope": scope }))
+    }
+
+    /// The cell's state files and their revisions, in one read-only transaction.
+    fn load(&self, core: &mut CoreComponent, op: &mut Op, what: &str, keys: &Value) -> Result<Loaded, HostError> {
+        let named: Vec<(String, String)> = keys["keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|k| Some((k["file"].as_str()?.to_owned(), k["key"].as_str()?.to_owned())))
+            .collect();
+        let gets: Vec<TxnOp> = named.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect();
+        let got = self.attempt(core, op, what, move |mut c| async move {
+            let answer = c.txn(Txn::new().and_then(gets)).await?;
+            Ok(answer
+                .op_responses()
+                .into_iter()
+                .map(|r| match r {
+                    TxnOpResponse::Get(g) => g
+                        .kvs()
+                        .first()
+                        .map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.mod_revision())),
+                    _ => None,
+                })
+                .collect::<Vec<_>>())
+        })?;
+        let mut loaded = Loaded { files: Map::new(), revisions: BTreeMap::new() };
+        for ((file, _), found) in named.into_iter().zip(got) {
+            if let Some((text, revision)) = found {
+                loaded.files.insert(file.clone(), text.into());
+                loaded.revisions.insert(file, revision);
+            }
+        }
+        Ok(loaded)
+    }
+
+    /// One request, tried on the endpoints in turn until one answers, the core's `etcd-retry` says to stop,
+    /// or the operation's deadline passes.
+    fn attempt<T, F, Fut>(&self, core: &mut CoreComponent, op: &mut Op, what: &str, request: F) -> Result<T, HostError>
+    where
+        T: Send + 'static,
+        F: FnOnce(etcd_client::Client) -> Fut + Send + Clone + 'static,
+        Fut: std::future::Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+    {
+        loop {
+            let left = op.end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let (index, detail) = op.last.clone();
+                return Err(self.retry_at(core, op, what, index, "timeout", None, &detail).unwrap_err_or_internal());
+            }
+            let index = self.inner.current.load(Ordering::Relaxed) % self.inner.conns.endpoints().len().max(1);
+            let timeout = left.min(Duration::from_millis(self.inner.attempt_ms));
+            match self.inner.conns.call(index, timeout, request.clone()) {
+                Ok(v) => return Ok(v),
+                Err(Failure { code, detail }) => {
+                    self.inner.conns.forget(index);
+                    op.last = (index, detail.clone());
+                    let next = self.retry_at(core, op, what, index, "failed", code, &detail)?;
+                    if next {
+                        self.inner.current.store(index + 1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Asks the core whether to try again after an outcome at the current endpoint; sleeps its delay.
+    fn retry(
+        &self,
+        core: &mut CoreComponent,
+        op: &mut Op,
+        what: &str,
+        outcome: &str,
+        code: Option<u32>,
+        detail: &str,
+    ) -> Result<bool, HostError> {
+        let index = self.inner.current.load(Ordering::Relaxed) % self.inner.conns.endpoints().len().max(1);
+        self.retry_at(core, op, what, index, outcome, code, detail)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn retry_at(
+        &self,
+        core: &mut CoreComponent,
+        op: &mut Op,
+        what: &str,
+        index: usize,
+        outcome: &str,
+        code: Option<u32>,
+        detail: &str,
+    ) -> Result<bool, HostError> {
+        op.attempts += 1;
+        let endpoints = self.inner.conns.endpoints();
+        let answer = core.invoke(
+            "etcd-retry",
+            &json!({
+                "what": what, "endpoint": endpoints.get(index), "endpoints": endpoints, "outcome": outcome,
+                "code": code, "detail": detail, "attempts": op.attempts, "elapsedMs": op.elapsed_ms(),
+                "budgetMs": op.budget_ms(), "random": super::git::random_unit(),
+            }),
+        )?;
+        let delay = Duration::from_millis(answer["delayMs"].as_u64().unwrap_or(0));
+        std::thread::sleep(delay.min(op.end.saturating_duration_since(Instant::now())));
+        Ok(answer["next"].as_bool().unwrap_or(false))
+    }
+}
+
+/// The `etcd_client` transaction of the core's `etcd-txn` plan.
+fn txn_of(plan: &Value) -> Txn {
+    let list = |k: &str| plan[k].as_array().cloned().unwrap_or_default();
+    let compares: Vec<Compare> = list("compare")
+        .iter()
+        .map(|c| {
+            let key = c["key"].as_str().unwrap_or_default().to_owned();
+            Compare::mod_revision(key, CompareOp::Equal, c["modRevision"].as_i64().unwrap_or(0))
+        })
+        .collect();
+    let mut ops: Vec<TxnOp> = list("put")
+        .iter()
+        .map(|p| TxnOp::put(p["key"].as_str().unwrap_or_default(), p["value"].as_str().unwrap_or_default(), None))
+        .collect();
+    ops.extend(list("delete").iter().filter_map(Value::as_str).map(|k| TxnOp::delete(k, None)));
+    Txn::new().when(compares).and_then(ops)
+}
+
+/// A retry decision that must be a refusal (a timeout always is).
+trait RefusalExt {
+    fn unwrap_err_or_internal(self) -> HostError;
+}
+
+impl RefusalExt for Result<bool, HostError> {
+    fn unwrap_err_or_internal(self) -> HostError {
+        self.err().unwrap_or_else(|| HostError::internal("etcd-retry did not refuse a timeout"))
+    }
+}
