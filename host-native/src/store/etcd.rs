@@ -143,7 +143,8 @@ impl EtcdStore {
             if changes.is_empty() {
                 return Ok(answer);
             }
-            let plan = core.invoke("etcd-txn", &json!({ "cell": cell, "revisions": loaded.revisions, "changes": changes }))?;
+            let plan =
+                core.invoke("etcd-txn", &json!({ "cell": cell, "revisions": loaded.revisions, "changes": changes }))?;
             let txn = txn_of(&plan);
             if self.attempt(core, &mut op, &what, move |mut c| async move { Ok(c.txn(txn).await?.succeeded()) })? {
                 return Ok(answer);
@@ -217,7 +218,12 @@ impl EtcdStore {
             "deadlineMs": deadline.map(|d| ms(d.saturating_duration_since(started))),
         });
         let remaining = core.invoke("store-deadline", &request).ok().and_then(|v| v["remainingMs"].as_u64());
-        Op { started, end: started + Duration::from_millis(remaining.unwrap_or(self.inner.budget_ms)), attempts: 0, last: (0, String::new()) }
+        Op {
+            started,
+            end: started + Duration::from_millis(remaining.unwrap_or(self.inner.budget_ms)),
+            attempts: 0,
+            last: (0, String::new()),
+        }
     }
 
     fn keys(&self, core: &mut CoreComponent, env: &str, scope: Option<&str>) -> Result<Value, HostError> {
@@ -239,10 +245,9 @@ impl EtcdStore {
                 .op_responses()
                 .into_iter()
                 .map(|r| match r {
-                    TxnOpResponse::Get(g) => g
-                        .kvs()
-                        .first()
-                        .map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.mod_revision())),
+                    TxnOpResponse::Get(g) => {
+                        g.kvs().first().map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.mod_revision()))
+                    }
                     _ => None,
                 })
                 .collect::<Vec<_>>())

@@ -46,9 +46,11 @@ impl TlsFiles {
         let read = |field: &str, variable: &str| -> Result<Option<Vec<u8>>, HostError> {
             let Some(path) = tls[field].as_str() else { return Ok(None) };
             std::fs::read(path).map(Some).map_err(|e| {
-                HostError::usage(format!("cannot read {variable} {path}: {e}. Point {variable} at a readable PEM file."))
-                    .with("variable", variable)
-                    .with("path", path)
+                HostError::usage(format!(
+                    "cannot read {variable} {path}: {e}. Point {variable} at a readable PEM file."
+                ))
+                .with("variable", variable)
+                .with("path", path)
             })
         };
         let ca = read("ca", "BATON_ETCD_CA")?;
@@ -144,9 +146,9 @@ impl Conns {
             let _ = tx.send(done);
         });
         // The task ends by its own timeout; the margin covers scheduling only.
-        let answer = rx
-            .recv_timeout(timeout + Duration::from_millis(500))
-            .unwrap_or_else(|_| Err(Failure { code: None, detail: format!("no answer within {} ms", timeout.as_millis()) }));
+        let answer = rx.recv_timeout(timeout + Duration::from_millis(500)).unwrap_or_else(|_| {
+            Err(Failure { code: None, detail: format!("no answer within {} ms", timeout.as_millis()) })
+        });
         let (value, connected) = answer?;
         if let Some(client) = connected {
             self.clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[index] = Some(client);
