@@ -302,10 +302,11 @@ fn class(code: Option<u32>, detail: &str) -> ErrorCode {
         "invalid peer certificate",
         "unknown ca",
     ];
+    // etcd answers a missing user with INVALID_ARGUMENT: the words decide before the code.
     match code {
+        _ if permission.iter().any(|p| d.contains(p)) => ErrorCode::StorePermission,
         Some(7 | 16) => ErrorCode::StorePermission,
         Some(3 | 9 | 11 | 12) => ErrorCode::StoreRejected,
-        _ if permission.iter().any(|p| d.contains(p)) => ErrorCode::StorePermission,
         _ => ErrorCode::StoreContended,
     }
 }
