@@ -38,7 +38,8 @@ function parse(text) {
  * @param {(cell: string, state: object) => void} onState
  */
 export async function streamEtcdHistory(endpoints, onState, prefix = PREFIX) {
-  const client = new Etcd3({ hosts: endpoints.split(',') });
+  // A replay from revision 1 comes in large responses: no limit on what one may hold.
+  const client = new Etcd3({ hosts: endpoints.split(','), grpcOptions: { 'grpc.max_receive_message_length': -1 } });
   try {
     const head = await client.get(`${prefix}\u0000`).exec();
     const last = Number(head.header.revision);

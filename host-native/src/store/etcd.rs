@@ -19,9 +19,9 @@ use crate::error::HostError;
 use conn::{Conns, Failure, TlsFiles};
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// An etcd store. Clones share the connections.
@@ -45,6 +45,9 @@ struct Inner {
     export_spec: String,
     /// The endpoint requests go to first: the last one that answered.
     current: AtomicUsize,
+    /// Each cell as this store last committed it (by its key range): the next transaction decides on it
+    /// without a read, and its compare refuses it if anyone changed the cell since.
+    cells: Mutex<HashMap<String, Loaded>>,
 }
 
 /// The time bounds of one operation.
@@ -71,9 +74,66 @@ fn ms(d: Duration) -> u64 {
 }
 
 /// A cell as loaded: the snapshot's files and each state file's `mod_revision`.
+#[derive(Clone)]
 struct Loaded {
     files: Map<String, Value>,
     revisions: BTreeMap<String, i64>,
+}
+
+impl Loaded {
+    /// The state files of `names` from the answers of their gets (`(value, mod_revision)` or `None`).
+    fn from_gets(names: &[(String, String)], got: Vec<Option<(String, i64)>>) -> Self {
+        let mut loaded = Self { files: Map::new(), revisions: BTreeMap::new() };
+        for ((file, _), found) in names.iter().zip(got) {
+            if let Some((text, revision)) = found {
+                loaded.files.insert(file.clone(), text.into());
+                loaded.revisions.insert(file.clone(), revision);
+            }
+        }
+        loaded
+    }
+
+    /// The cell after `changes` committed at `revision`: its state files (`names`) only, as a load reads.
+    fn after(mut self, names: &[(String, String)], changes: &[Value], revision: i64) -> Self {
+        for c in changes {
+            let Some(file) = c["file"].as_str() else { continue };
+            if !names.iter().any(|(f, _)| f == file) {
+                continue;
+            }
+            if c["op"] == "write" {
+                self.files.insert(file.to_owned(), c["content"].clone());
+                self.revisions.insert(file.to_owned(), revision);
+            } else {
+                self.files.remove(file);
+                self.revisions.remove(file);
+            }
+        }
+        self
+    }
+}
+
+/// The `(file, key)` of each state file of a cell, from the core's `etcd-keys`.
+fn state_keys(keys: &Value) -> Vec<(String, String)> {
+    keys["keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| Some((k["file"].as_str()?.to_owned(), k["key"].as_str()?.to_owned())))
+        .collect()
+}
+
+/// The first key of each get of a transaction's answer: `(value, mod_revision)`, or `None`.
+fn gets_of(answer: &etcd_client::TxnResponse) -> Vec<Option<(String, i64)>> {
+    answer
+        .op_responses()
+        .into_iter()
+        .filter_map(|r| match r {
+            TxnOpResponse::Get(g) => {
+                Some(g.kvs().first().map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.mod_revision())))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 impl EtcdStore {
@@ -102,6 +162,7 @@ impl EtcdStore {
             label: text("label")?,
             export_spec: text("exportSpec")?,
             current: AtomicUsize::new(0),
+            cells: Mutex::new(HashMap::new()),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -135,22 +196,56 @@ impl EtcdStore {
         let keys = self.keys(core, env, Some(scope))?;
         let cell = keys["cell"].as_str().unwrap_or_default().to_owned();
         let what = format!("the cell {env}/{scope}");
+        let names = state_keys(&keys);
+        // The cell as this store last committed it, if it did: decided on without reading it first.
+        let mut known = self.cached(&cell).map(|l| (l, false));
         loop {
-            let loaded = self.load(core, &mut op, &what, &keys)?;
+            let (loaded, fresh) = match known.take() {
+                Some(k) => k,
+                None => (self.load(core, &mut op, &what, &names)?, true),
+            };
             let snapshot = json!({ "env": env, "scope": scope, "files": loaded.files });
-            let answer = decide(core, snapshot, super::dir::now_ms())?;
-            let changes = answer.get("changes").and_then(Value::as_array).cloned().unwrap_or_default();
+            let decided = decide(core, snapshot, super::dir::now_ms());
+            let changes = match &decided {
+                Ok(answer) => answer.get("changes").and_then(Value::as_array).cloned().unwrap_or_default(),
+                Err(_) => Vec::new(),
+            };
             if changes.is_empty() {
-                return Ok(answer);
+                // A refusal or a no-op on the remembered cell may be stale: decide again on what is there.
+                if !fresh {
+                    self.forget_cell(&cell);
+                    continue;
+                }
+                return decided;
             }
+            let answer = decided?;
             let plan =
                 core.invoke("etcd-txn", &json!({ "cell": cell, "revisions": loaded.revisions, "changes": changes }))?;
-            let txn = txn_of(&plan);
-            if self.attempt(core, &mut op, &what, move |mut c| async move { Ok(c.txn(txn).await?.succeeded()) })? {
+            // A refused compare answers the cell as it is now, in the same round trip.
+            let txn =
+                txn_of(&plan).or_else(names.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect::<Vec<_>>());
+            let outcome = self.attempt(core, &mut op, &what, move |mut c| async move {
+                let r = c.txn(txn).await?;
+                let revision = r.header().map_or(0, |h| h.revision());
+                Ok((r.succeeded(), revision, gets_of(&r)))
+            });
+            let (succeeded, revision, now) = match outcome {
+                Ok(o) => o,
+                Err(e) => {
+                    self.forget_cell(&cell);
+                    return Err(e);
+                }
+            };
+            if succeeded {
+                self.remember(&cell, loaded.after(&names, &changes, revision));
                 return Ok(answer);
             }
-            // Another writer moved the cell since the load: decide again on what is there now.
-            self.retry(core, &mut op, &what, "conflict", None, "")?;
+            self.forget_cell(&cell);
+            if fresh {
+                // Another writer moved the cell since it was read: back off, then decide on the cell now.
+                self.retry(core, &mut op, &what, "conflict", None, "")?;
+            }
+            known = Some((Loaded::from_gets(&names, now), true));
         }
     }
 
@@ -164,7 +259,7 @@ impl EtcdStore {
     ) -> Result<T, HostError> {
         let mut op = self.begin(core, None);
         let keys = self.keys(core, env, Some(scope))?;
-        let loaded = self.load(core, &mut op, &format!("the cell {env}/{scope}"), &keys)?;
+        let loaded = self.load(core, &mut op, &format!("the cell {env}/{scope}"), &state_keys(&keys))?;
         decide(core, json!({ "env": env, "scope": scope, "files": loaded.files }), super::dir::now_ms())
     }
 
@@ -230,36 +325,35 @@ impl EtcdStore {
         core.invoke("etcd-keys", &json!({ "prefix": self.inner.prefix, "env": env, "scope": scope }))
     }
 
-    /// The cell's state files and their revisions, in one read-only transaction.
-    fn load(&self, core: &mut CoreComponent, op: &mut Op, what: &str, keys: &Value) -> Result<Loaded, HostError> {
-        let named: Vec<(String, String)> = keys["keys"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|k| Some((k["file"].as_str()?.to_owned(), k["key"].as_str()?.to_owned())))
-            .collect();
-        let gets: Vec<TxnOp> = named.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect();
-        let got = self.attempt(core, op, what, move |mut c| async move {
-            let answer = c.txn(Txn::new().and_then(gets)).await?;
-            Ok(answer
-                .op_responses()
-                .into_iter()
-                .map(|r| match r {
-                    TxnOpResponse::Get(g) => {
-                        g.kvs().first().map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.mod_revision()))
-                    }
-                    _ => None,
-                })
-                .collect::<Vec<_>>())
-        })?;
-        let mut loaded = Loaded { files: Map::new(), revisions: BTreeMap::new() };
-        for ((file, _), found) in named.into_iter().zip(got) {
-            if let Some((text, revision)) = found {
-                loaded.files.insert(file.clone(), text.into());
-                loaded.revisions.insert(file, revision);
-            }
-        }
-        Ok(loaded)
+    /// The cell's state files (`names`: file and key) and their revisions, in one read-only transaction.
+    fn load(
+        &self,
+        core: &mut CoreComponent,
+        op: &mut Op,
+        what: &str,
+        names: &[(String, String)],
+    ) -> Result<Loaded, HostError> {
+        let gets: Vec<TxnOp> = names.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect();
+        let got =
+            self.attempt(
+                core,
+                op,
+                what,
+                move |mut c| async move { Ok(gets_of(&c.txn(Txn::new().and_then(gets)).await?)) },
+            )?;
+        Ok(Loaded::from_gets(names, got))
+    }
+
+    fn cached(&self, cell: &str) -> Option<Loaded> {
+        self.inner.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(cell).cloned()
+    }
+
+    fn remember(&self, cell: &str, loaded: Loaded) {
+        self.inner.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(cell.to_owned(), loaded);
+    }
+
+    fn forget_cell(&self, cell: &str) {
+        self.inner.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(cell);
     }
 
     /// One request, tried on the endpoints in turn until one answers, the core's `etcd-retry` says to stop,
