@@ -13,6 +13,10 @@
  * one endpoint takes the core's `attemptMs` at most, and a failed or silent endpoint passes the operation to
  * the next. This file carries that out, as the native store (host-native/src/store/etcd.rs) does. etcd3's
  * own retries and circuit breakers are off: one client per endpoint, each request tried once.
+ *
+ * A transaction decides on the cell as this store last committed it (a renewal or a fenced write is one
+ * round trip); a decision there that refuses or changes nothing is made again on a fresh read, and a refused
+ * compare returns the cell as it is now in the same round trip (the transaction's `failure` branch).
  */
 const fs = require('node:fs');
 const { setTimeout: sleep } = require('node:timers/promises');
@@ -65,6 +69,38 @@ function readTls(path, variable) {
   }
 }
 
+/** The state files (`{files, revisions}`) in the answers of a transaction's gets, one per `keys.keys`. */
+function fromGets(keys, responses) {
+  const files = {};
+  const revisions = {};
+  keys.keys.forEach((k, i) => {
+    const kv = responses[i]?.response_range?.kvs?.[0];
+    if (kv) {
+      files[k.file] = kv.value.toString('utf8');
+      revisions[k.file] = Number(kv.mod_revision);
+    }
+  });
+  return { files, revisions };
+}
+
+/** The cell after `changes` committed at `revision`: its state files only, as a load reads. */
+function after(keys, loaded, changes, revision) {
+  const files = { ...loaded.files };
+  const revisions = { ...loaded.revisions };
+  const state = new Set(keys.keys.map((k) => k.file));
+  for (const c of changes) {
+    if (!state.has(c.file)) continue;
+    if (c.op === 'write') {
+      files[c.file] = c.content;
+      revisions[c.file] = revision;
+    } else {
+      delete files[c.file];
+      delete revisions[c.file];
+    }
+  }
+  return { files, revisions };
+}
+
 class EtcdStore extends CellStore {
   #etcd3 = require('etcd3');
   #endpoints;
@@ -78,6 +114,11 @@ class EtcdStore extends CellStore {
   #current = 0;
   /** The tail of the queue every operation of this store runs through, one at a time. */
   #tail = Promise.resolve();
+  /**
+   * Each cell as this store last committed it (by its key range): the next transaction decides on it without
+   * a read, and its compare refuses it if anyone changed the cell since.
+   */
+  #cells = new Map();
 
   /** @param {object} spec the core's `store-spec` answer (`kind: "etcd"`) */
   constructor(spec) {
@@ -208,26 +249,35 @@ class EtcdStore extends CellStore {
   async #load(op, what, keys) {
     const success = keys.keys.map((k) => ({ request_range: { key: Buffer.from(k.key, 'utf8') } }));
     const answer = await this.#attempt(op, what, (c, options) => c.kv.txn({ compare: [], success, failure: [] }, options));
-    const files = {};
-    const revisions = {};
-    keys.keys.forEach((k, i) => {
-      const kv = answer.responses[i]?.response_range?.kvs?.[0];
-      if (kv) {
-        files[k.file] = kv.value.toString('utf8');
-        revisions[k.file] = Number(kv.mod_revision);
-      }
-    });
-    return { files, revisions };
+    return fromGets(keys, answer.responses);
   }
 
   async #transact({ env, scope }, decide, op) {
     const keys = call('etcd-keys', { prefix: this.prefix, env, scope });
     const what = `the cell ${env}/${scope}`;
+    const gets = keys.keys.map((k) => ({ request_range: { key: Buffer.from(k.key, 'utf8') } }));
+    // The cell as this store last committed it, if it did: decided on without reading it first.
+    let known = this.#cells.has(keys.cell) ? { loaded: this.#cells.get(keys.cell), fresh: false } : null;
     for (;;) {
-      const loaded = await this.#load(op, what, keys);
-      const answer = decide({ env, scope, files: loaded.files }, Date.now());
-      const changes = answer.changes ?? [];
-      if (changes.length === 0) return answer;
+      const { loaded, fresh } = known ?? { loaded: await this.#load(op, what, keys), fresh: true };
+      known = null;
+      let answer;
+      let refusal = null;
+      try {
+        answer = decide({ env, scope, files: { ...loaded.files } }, Date.now());
+      } catch (e) {
+        refusal = e;
+      }
+      const changes = refusal === null ? (answer.changes ?? []) : [];
+      if (changes.length === 0) {
+        // A refusal or a no-op on the remembered cell may be stale: decide again on what is there.
+        if (!fresh) {
+          this.#cells.delete(keys.cell);
+          continue;
+        }
+        if (refusal !== null) throw refusal;
+        return answer;
+      }
       const plan = call('etcd-txn', { cell: keys.cell, revisions: loaded.revisions, changes });
       const txn = {
         compare: plan.compare.map((c) => ({ key: Buffer.from(c.key, 'utf8'), target: 'Mod', result: 'Equal', mod_revision: String(c.modRevision) })),
@@ -235,12 +285,24 @@ class EtcdStore extends CellStore {
           ...plan.put.map((p) => ({ request_put: { key: Buffer.from(p.key, 'utf8'), value: Buffer.from(p.value, 'utf8') } })),
           ...plan.delete.map((k) => ({ request_delete_range: { key: Buffer.from(k, 'utf8') } })),
         ],
-        failure: [],
+        // A refused compare answers the cell as it is now, in the same round trip.
+        failure: gets,
       };
-      const committed = await this.#attempt(op, what, (c, options) => c.kv.txn(txn, options));
-      if (committed.succeeded) return answer;
-      // Another writer moved the cell since the load: decide again on what is there now.
-      await this.#retry(op, what, this.#current % Math.max(1, this.#endpoints.length), 'conflict', null, '');
+      let committed;
+      try {
+        committed = await this.#attempt(op, what, (c, options) => c.kv.txn(txn, options));
+      } catch (e) {
+        this.#cells.delete(keys.cell);
+        throw e;
+      }
+      if (committed.succeeded) {
+        this.#cells.set(keys.cell, after(keys, loaded, changes, Number(committed.header.revision)));
+        return answer;
+      }
+      this.#cells.delete(keys.cell);
+      // Another writer moved the cell since it was read: back off, then decide on the cell now.
+      if (fresh) await this.#retry(op, what, this.#current % Math.max(1, this.#endpoints.length), 'conflict', null, '');
+      known = { loaded: fromGets(keys, committed.responses), fresh: true };
     }
   }
 
@@ -302,6 +364,7 @@ class EtcdStore extends CellStore {
   /** Closes the connections (after the operations already queued); the store stays usable. */
   close() {
     return this.#exclusive(async () => {
+      this.#cells.clear();
       this.#clients.forEach((_, i) => this.#forget(i));
     });
   }
