@@ -1,6 +1,7 @@
-//! The etcd store's connections: one `etcd-client` client per endpoint, driven by a tokio runtime of the
-//! store's own (one worker thread), so the store's blocking operations can be called from any thread,
-//! inside another runtime or not. Every request is bounded by a timeout the caller gives; a request still
+//! The etcd store's connections: one `etcd-client` client per endpoint, on a current-thread tokio runtime
+//! of the store's own that the calling thread drives while it waits (one request at a time; no thread
+//! hand-off on the way), so the store's blocking operations can be called from any thread, inside another
+//! runtime or not. Every request is bounded by a timeout the caller gives; a request still
 //! running then is dropped (cancelled) and reported as not answered.
 
 use crate::error::HostError;
@@ -90,9 +91,7 @@ impl Conns {
         tls: Option<&TlsFiles>,
         connect: Duration,
     ) -> Result<Self, HostError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("baton-etcd")
+        let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| HostError::io("cannot start the etcd client", &e))?;
@@ -125,11 +124,10 @@ impl Conns {
         let endpoint = self.endpoints[index].clone();
         let known = self.clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[index].clone();
         let options = self.options.clone();
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let Some(runtime) = &self.runtime else {
             return Err(Failure { code: None, detail: "the etcd client was stopped".into() });
         };
-        runtime.spawn(async move {
+        let work = async move {
             let work = async {
                 let client = match known {
                     Some(c) => (c, false),
@@ -138,17 +136,20 @@ impl Conns {
                 let answer = request(client.0.clone()).await?;
                 Ok::<_, etcd_client::Error>((answer, client.1.then_some(client.0)))
             };
-            let done = match tokio::time::timeout(timeout, work).await {
+            match tokio::time::timeout(timeout, work).await {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => Err(Failure::of(&e)),
                 Err(_) => Err(Failure { code: None, detail: format!("no answer within {} ms", timeout.as_millis()) }),
-            };
-            let _ = tx.send(done);
-        });
-        // The task ends by its own timeout; the margin covers scheduling only.
-        let answer = rx.recv_timeout(timeout + Duration::from_millis(500)).unwrap_or_else(|_| {
-            Err(Failure { code: None, detail: format!("no answer within {} ms", timeout.as_millis()) })
-        });
+            }
+        };
+        // The calling thread drives the store's runtime itself (no hand-off to another thread); inside
+        // another runtime (a command's async main) it cannot, and a scoped thread does.
+        let answer = if tokio::runtime::Handle::try_current().is_ok() {
+            std::thread::scope(|s| s.spawn(|| runtime.block_on(work)).join())
+                .unwrap_or_else(|_| Err(Failure { code: None, detail: "the etcd request thread failed".into() }))
+        } else {
+            runtime.block_on(work)
+        };
         let (value, connected) = answer?;
         if let Some(client) = connected {
             self.clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[index] = Some(client);
