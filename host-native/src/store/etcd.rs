@@ -48,6 +48,8 @@ struct Inner {
     /// Each cell as this store last committed it (by its key range): the next transaction decides on it
     /// without a read, and its compare refuses it if anyone changed the cell since.
     cells: Mutex<HashMap<String, Loaded>>,
+    /// The core's `etcd-keys` answers, by env and scope.
+    keys: Mutex<HashMap<(String, Option<String>), Value>>,
 }
 
 /// The time bounds of one operation.
@@ -163,6 +165,7 @@ impl EtcdStore {
             export_spec: text("exportSpec")?,
             current: AtomicUsize::new(0),
             cells: Mutex::new(HashMap::new()),
+            keys: Mutex::new(HashMap::new()),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -321,8 +324,15 @@ impl EtcdStore {
         }
     }
 
+    /// The core's `etcd-keys` for `env` (and `scope`), remembered per cell: a pure answer.
     fn keys(&self, core: &mut CoreComponent, env: &str, scope: Option<&str>) -> Result<Value, HostError> {
-        core.invoke("etcd-keys", &json!({ "prefix": self.inner.prefix, "env": env, "scope": scope }))
+        let name = (env.to_owned(), scope.map(str::to_owned));
+        if let Some(keys) = self.inner.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&name) {
+            return Ok(keys.clone());
+        }
+        let keys = core.invoke("etcd-keys", &json!({ "prefix": self.inner.prefix, "env": env, "scope": scope }))?;
+        self.inner.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name, keys.clone());
+        Ok(keys)
     }
 
     /// The cell's state files (`names`: file and key) and their revisions, in one read-only transaction.
