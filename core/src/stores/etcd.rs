@@ -179,7 +179,7 @@ pub fn spec(list: &str, vars: &EtcdVars, budget_ms: u64) -> Result<Value, CoreEr
     if auth.as_ref().is_some_and(|(u, _)| u.is_empty()) {
         return Err(usage("the user name is empty".into()));
     }
-    let tls = tls_given.then(|| Tls { ca, cert, key });
+    let tls = tls_given.then_some(Tls { ca, cert, key });
     let label = format!("etcd:{}", endpoints.join(","));
     Ok(json!({
         "kind": "etcd",
@@ -379,7 +379,7 @@ pub fn retry(
     let n = u32::try_from(endpoints.len().max(1)).unwrap_or(u32::MAX);
     let random = if random.is_finite() { random.clamp(0.0, 1.0) } else { 0.5 };
     // Failures move to the next endpoint; a whole round of them (or a conflict) backs off first.
-    let backoff = outcome == Outcome::Conflict || attempts % n == 0;
+    let backoff = outcome == Outcome::Conflict || attempts.is_multiple_of(n);
     let rounds = if outcome == Outcome::Conflict { attempts } else { attempts / n };
     let cap = (25.0 * f64::from(1u32 << rounds.min(16))).min(1000.0);
     let delay = if backoff { (12.5 + random * cap).round() as u64 } else { 0 };
