@@ -12,6 +12,7 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 [ -e /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
 command -v etcd >/dev/null || missing+=(etcd-server)
 command -v etcdctl >/dev/null || missing+=(etcd-client)
+command -v openssl >/dev/null || missing+=(openssl) # the etcd TLS test makes its certificates
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} (apt-get)" >&2
   sudo=()

@@ -1,6 +1,7 @@
 //! The etcd store end to end with the CLI, on one real etcd of this file's own (started once, stopped at
 //! the end): the succession journey, eight scopes at once, a paused run fenced out, a cell deleted
-//! mid-run, endpoints that refuse or never answer, and a user and password that never show.
+//! mid-run, endpoints that refuse or never answer, TLS with a CA file, and a user and password that never
+//! show.
 
 mod common;
 
@@ -38,6 +39,7 @@ fn journeys_on_a_real_etcd() {
     a_paused_run_is_fenced_out(&t, &store);
     a_cell_deleted_mid_run_fails_the_run_safely(&t, &etcd, &store);
     unreachable_and_silent_endpoints_end_in_bounded_time(&t, &etcd);
+    tls_with_a_ca_file(&t);
     // Last: it turns authentication on.
     credentials_work_and_never_show(&t, &etcd);
 }
@@ -148,6 +150,112 @@ fn unreachable_and_silent_endpoints_end_in_bounded_time(t: &TempDir, etcd: &Etcd
     let (code, env) = json_in(&t.0, &store, &["run", "--scope", "failover", "--", "true"]);
     assert_eq!(code, 0, "{env}");
     drop(silent);
+}
+
+/// Runs `openssl` in `dir`, asserting success.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let ok = std::process::Command::new("openssl").current_dir(dir).args(args).stderr(Stdio::null()).status();
+    assert!(ok.is_ok_and(|s| s.success()), "openssl {args:?} (scripts/setup.sh installs it)");
+}
+
+/// A CA and a server certificate for 127.0.0.1 (made here with openssl), an etcd serving TLS with them:
+/// `BATON_ETCD_CA` makes a bare `host:port` an https endpoint that verifies; without it the server's
+/// certificate is refused at an `https://` endpoint (`STORE_PERMISSION`, naming the TLS variables).
+fn tls_with_a_ca_file(t: &TempDir) {
+    let dir = t.0.join("tls");
+    std::fs::create_dir_all(&dir).unwrap();
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    openssl(
+        &dir,
+        &[
+            &["req", "-x509"][..],
+            &ec,
+            &["-keyout", "ca.key", "-out", "ca.pem", "-days", "1", "-subj", "/CN=baton-test-ca"],
+        ]
+        .concat(),
+    );
+    openssl(
+        &dir,
+        &[&["req"][..], &ec, &["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"]].concat(),
+    );
+    std::fs::write(dir.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+    openssl(
+        &dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "1",
+            "-extfile",
+            "ext.cnf",
+        ],
+    );
+    let (client, peer) = (common::etcd::free_port(), common::etcd::free_port());
+    let url = format!("https://127.0.0.1:{client}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let child = std::process::Command::new("etcd")
+        .current_dir(&dir)
+        .args(["--name", "tls", "--data-dir", "data", "--listen-client-urls", &url, "--advertise-client-urls", &url])
+        .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
+        .args([
+            "--initial-cluster",
+            &format!("tls={peer_url}"),
+            "--cert-file",
+            "server.pem",
+            "--key-file",
+            "server.key",
+        ])
+        .args(["--log-level", "warn", "--logger", "zap"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    /// Kills the TLS etcd (this test's own child) however the test ends.
+    struct Stop(Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _stop = Stop(child);
+    let ca = dir.join("ca.pem").display().to_string();
+    let run = |with_ca: bool| {
+        let mut cmd = command(&t.0, &with_json(&["lock", "acquire", "--scope", "tls", "--holder", "a"]));
+        // A bare host:port is https when a CA is given; without one, https must be named.
+        let spec = if with_ca { format!("etcd:127.0.0.1:{client}") } else { format!("etcd:{url}") };
+        cmd.env("BATON_STORE", spec).env("BATON_STORE_BUDGET_MS", "3000");
+        if with_ca {
+            cmd.env("BATON_ETCD_CA", &ca);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), envelope(&out))
+    };
+    wait_for("the TLS etcd to listen", Duration::from_secs(20), || {
+        std::net::TcpStream::connect(("127.0.0.1", client)).is_ok()
+    });
+    let started = Instant::now();
+    let (code, env) = loop {
+        let (code, env) = run(true);
+        // Listening is not yet serving: a member that just started may still refuse a request.
+        if code == Some(0) || started.elapsed() > Duration::from_secs(20) {
+            break (code, env);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!((code, env["store"].clone()), (Some(0), json!(format!("etcd:{url}"))), "{env}");
+    let (code, env) = run(false);
+    assert_eq!((code, env["error"]["code"].clone()), (Some(1), json!("STORE_PERMISSION")), "{env}");
+    assert!(env["error"]["message"].as_str().unwrap().contains("BATON_ETCD_CA"), "{env}");
 }
 
 fn credentials_work_and_never_show(t: &TempDir, etcd: &Etcd) {
