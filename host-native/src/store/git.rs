@@ -670,7 +670,7 @@ fn redacted(core: &mut CoreComponent, mut e: HostError) -> HostError {
 }
 
 /// A random number in `[0, 1)` for the core's full-jitter backoff.
-fn random_unit() -> f64 {
+pub(crate) fn random_unit() -> f64 {
     let hex = super::mutex::random_hex(6);
     let n = u64::from_str_radix(&hex, 16).unwrap_or(0);
     n as f64 / (1u64 << 48) as f64

@@ -5,12 +5,14 @@
 //! meaning, so everything above this module is store-agnostic.
 
 pub mod dir;
+pub mod etcd;
 pub mod faults;
 pub mod git;
 pub mod mutex;
 pub mod process;
 
 pub use dir::DirStore;
+pub use etcd::EtcdStore;
 pub use git::{GitEnv, GitStore};
 
 use crate::engine::CoreComponent;
@@ -24,6 +26,8 @@ pub enum Store {
     Dir(DirStore),
     /// `git:<remote>`: one orphan ref per cell on a remote every runner can push to.
     Git(GitStore),
+    /// `etcd:<endpoints>`: one etcd transaction per commit, comparing the cell's revisions.
+    Etcd(EtcdStore),
 }
 
 impl Store {
@@ -32,14 +36,16 @@ impl Store {
         match self {
             Self::Dir(s) => s.spec(),
             Self::Git(s) => s.spec(),
+            Self::Etcd(s) => s.spec(),
         }
     }
 
-    /// The budget of one store operation (`BATON_STORE_BUDGET_MS`), for stores that have one (git).
+    /// The budget of one store operation (`BATON_STORE_BUDGET_MS`), for stores that have one (git, etcd).
     pub fn budget_ms(&self) -> Option<u64> {
         match self {
             Self::Dir(_) => None,
             Self::Git(s) => Some(s.budget_ms()),
+            Self::Etcd(s) => Some(s.budget_ms()),
         }
     }
 
@@ -49,6 +55,7 @@ impl Store {
         match self {
             Self::Dir(s) => s.spec(),
             Self::Git(s) => s.export_spec(),
+            Self::Etcd(s) => s.export_spec(),
         }
     }
 
@@ -79,6 +86,7 @@ impl Store {
         let answer = match self {
             Self::Dir(s) => s.transact(core, env, scope, decide),
             Self::Git(s) => s.transact(core, env, scope, deadline, decide),
+            Self::Etcd(s) => s.transact(core, env, scope, deadline, decide),
         };
         faults::faults().reply(answer.map_err(|e| e.classified(core)))
     }
@@ -94,6 +102,7 @@ impl Store {
         match self {
             Self::Dir(s) => s.read(core, env, scope, decide),
             Self::Git(s) => s.read(core, env, scope, decide),
+            Self::Etcd(s) => s.read(core, env, scope, decide),
         }
         .map_err(|e| e.classified(core))
     }
@@ -103,6 +112,7 @@ impl Store {
         match self {
             Self::Dir(s) => s.list(core, env),
             Self::Git(s) => s.list(core, env),
+            Self::Etcd(s) => s.list(core, env),
         }
         .map_err(|e| e.classified(core))
     }
@@ -118,6 +128,7 @@ impl Store {
         match self {
             Self::Dir(s) => s.read_file(core, env, scope, file),
             Self::Git(s) => s.read_file(core, env, scope, file),
+            Self::Etcd(s) => s.read_file(core, env, scope, file),
         }
         .map_err(|e| e.classified(core))
     }
