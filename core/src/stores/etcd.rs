@@ -463,7 +463,8 @@ mod tests {
             json!([
                 { "key": "/b/e/s/lock.json", "modRevision": 7 },
                 { "key": "/b/e/s/epoch.json", "modRevision": 0 },
-                { "key": "/b/e/s/latest.json", "modRevision": 0 }
+                { "key": "/b/e/s/latest.json", "modRevision": 0 },
+                { "key": "/b/e/s/claim.json", "modRevision": 0 }
             ])
         );
         assert_eq!(t["put"], json!([{ "key": "/b/e/s/x.json", "value": "2" }]));
