@@ -39,6 +39,14 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Re
 /// prefix?, budgetMs?, mutexWaitMs?, run?, ci?, origin?}`, every variable as given): what [`open_store`]
 /// does once it has gathered the request, and what the store corpus opens its handles with.
 pub fn open_spec(core: &mut CoreComponent, request: &serde_json::Value) -> Result<Store, HostError> {
+    let store = open_answered(core, request)?;
+    // Test builds only (`--features test-faults`): the BATON_TEST_* faults around the store.
+    #[cfg(feature = "test-faults")]
+    let store = crate::store::faults::wrap(store);
+    Ok(store)
+}
+
+fn open_answered(core: &mut CoreComponent, request: &serde_json::Value) -> Result<Store, HostError> {
     let answer = core.invoke("store-spec", request)?;
     if let Some(notice) = answer["notice"].as_str() {
         crate::output::note(notice);

@@ -5,6 +5,7 @@
 //! meaning, so everything above this module is store-agnostic.
 
 pub mod dir;
+#[cfg(feature = "test-faults")]
 pub mod faults;
 pub mod git;
 pub mod mutex;
@@ -24,6 +25,9 @@ pub enum Store {
     Dir(DirStore),
     /// `git:<remote>`: one orphan ref per cell on a remote every runner can push to.
     Git(GitStore),
+    /// Another store with the test faults of the environment around it (`test-faults` builds only).
+    #[cfg(feature = "test-faults")]
+    Faulty(Box<faults::FaultStore>),
 }
 
 impl Store {
@@ -32,6 +36,8 @@ impl Store {
         match self {
             Self::Dir(s) => s.spec(),
             Self::Git(s) => s.spec(),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s) => s.inner().spec(),
         }
     }
 
@@ -40,6 +46,8 @@ impl Store {
         match self {
             Self::Dir(_) => None,
             Self::Git(s) => Some(s.budget_ms()),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s) => s.inner().budget_ms(),
         }
     }
 
@@ -49,6 +57,8 @@ impl Store {
         match self {
             Self::Dir(s) => s.spec(),
             Self::Git(s) => s.export_spec(),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s) => s.inner().export_spec(),
         }
     }
 
@@ -76,11 +86,13 @@ impl Store {
         deadline: Option<std::time::Instant>,
         decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
-        let answer = match self {
+        match self {
             Self::Dir(s) => s.transact(core, env, scope, decide),
             Self::Git(s) => s.transact(core, env, scope, deadline, decide),
-        };
-        faults::faults().reply(answer.map_err(|e| e.classified(core)))
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s) => return s.transact_until(core, env, scope, deadline, decide),
+        }
+        .map_err(|e| e.classified(core))
     }
 
     /// A read-only look at the cell `env/scope`.
@@ -94,6 +106,8 @@ impl Store {
         match self {
             Self::Dir(s) => s.read(core, env, scope, decide),
             Self::Git(s) => s.read(core, env, scope, decide),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s) => return s.inner().read(core, env, scope, decide),
         }
         .map_err(|e| e.classified(core))
     }
@@ -103,6 +117,8 @@ impl Store {
         match self {
             Self::Dir(s) => s.list(core, env),
             Self::Git(s) => s.list(core, env),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s) => return s.inner().list(core, env),
         }
         .map_err(|e| e.classified(core))
     }
@@ -118,6 +134,8 @@ impl Store {
         match self {
             Self::Dir(s) => s.read_file(core, env, scope, file),
             Self::Git(s) => s.read_file(core, env, scope, file),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s) => return s.inner().read_file(core, env, scope, file),
         }
         .map_err(|e| e.classified(core))
     }
