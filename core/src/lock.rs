@@ -66,6 +66,9 @@ pub struct LockView {
     /// Milliseconds from the `now` of the read until `expiresAt` (negative once expired).
     #[serde(rename = "expiresInMs")]
     pub expires_in_ms: i64,
+    /// `expiresInMs` for people (`14m 59s`, `0ms` once expired), as every host prints it.
+    #[serde(rename = "expiresIn")]
+    pub expires_in: String,
 }
 
 /// A granted (or renewed) lock and the changes that record it.
@@ -280,10 +283,14 @@ pub fn release(cell: &Cell, holder: &str, epoch: Option<u64>) -> Release {
 
 /// Reads the lock with its `expired` flag at `now`; `LOCK_CORRUPT` when it cannot be read.
 pub fn read(cell: &Cell, now: UnixMs) -> Result<Option<LockView>, CoreError> {
-    Ok(parse_lock(cell)?.map(|lock| LockView {
-        expired: lock.expired(now),
-        expires_in_ms: lock.expires_ms().saturating_sub(now),
-        lock,
+    Ok(parse_lock(cell)?.map(|lock| {
+        let expires_in_ms = lock.expires_ms().saturating_sub(now);
+        LockView {
+            expired: lock.expired(now),
+            expires_in: crate::time::human_ms(u64::try_from(expires_in_ms).unwrap_or(0)),
+            expires_in_ms,
+            lock,
+        }
     }))
 }
 

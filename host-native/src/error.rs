@@ -3,8 +3,10 @@
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// A failure with a stable code (the core's spelling, e.g. `LOCK_HELD`), a message and details.
-#[derive(Clone, Debug, PartialEq)]
+/// A failure with a stable code (the core's spelling, e.g. `LOCK_HELD`), a message and details. Displays
+/// as `CODE: message`.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
 pub struct HostError {
     /// The stable code.
     pub code: String,
@@ -119,11 +121,3 @@ impl HostError {
         Value::Object(obj)
     }
 }
-
-impl fmt::Display for HostError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for HostError {}

@@ -68,7 +68,8 @@ fn the_cli_without_test_faults_ignores_every_baton_test_variable() {
     let mut cmd = Command::new(BATON);
     pass_env(cmd.current_dir(&t.0).env_clear());
     faults(&mut cmd, &t.0).env("BATON_STORE", t.store());
-    let out = cmd.args(["lock", "acquire", "--env", "preview", "--scope", "s", "--holder", "me", "--json"]).output().unwrap();
+    let out =
+        cmd.args(["lock", "acquire", "--env", "preview", "--scope", "s", "--holder", "me", "--json"]).output().unwrap();
     let env = envelope(&out);
     assert_eq!(out.status.code(), Some(0), "{env}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(env["lock"]["holder"], "me", "{env}");

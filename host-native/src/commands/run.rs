@@ -6,8 +6,8 @@ use super::lock::{data, target_for};
 use crate::cli::{LeaseArgs, ObjectArgs, RunArgs};
 use crate::driver::{Verdict, drive};
 use crate::engine::CoreComponent;
+use crate::error::HostError;
 use crate::output::Outcome;
-use crate::store::mutex::random_hex;
 use crate::work::Work;
 use serde_json::{Value, json};
 
@@ -31,8 +31,8 @@ pub async fn destroy(core: CoreComponent, args: &RunArgs) -> (CoreComponent, Run
 }
 
 /// The run machine's configuration for `job`: the lease options given, fresh randomness, the grace.
-pub(crate) fn run_config(job: &str, lease: &LeaseArgs, cancel_grace: Option<u64>) -> Value {
-    let mut config = json!({ "job": job, "random": random_hex(20), "wait": lease.wait });
+pub(crate) fn run_config(job: &str, lease: &LeaseArgs, cancel_grace: Option<u64>) -> Result<Value, HostError> {
+    let mut config = json!({ "job": job, "random": crate::random::hex(20)?, "wait": lease.wait });
     for (key, value) in [
         ("ttlMs", lease.ttl),
         ("waitTimeoutMs", lease.wait_timeout),
@@ -43,7 +43,7 @@ pub(crate) fn run_config(job: &str, lease: &LeaseArgs, cancel_grace: Option<u64>
             config[key] = v.into();
         }
     }
-    config
+    Ok(config)
 }
 
 async fn scoped(mut core: CoreComponent, args: &RunArgs, job: &str) -> (CoreComponent, RunEnd) {
@@ -51,7 +51,10 @@ async fn scoped(mut core: CoreComponent, args: &RunArgs, job: &str) -> (CoreComp
         Ok(t) => t,
         Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    let mut config = run_config(job, &args.lease, args.cancel_grace);
+    let mut config = match run_config(job, &args.lease, args.cancel_grace) {
+        Ok(c) => c,
+        Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
+    };
     config["context"] = t.context.clone();
     config["approvedBy"] = json!(args.approved_by);
     let work = Work { cmd: args.cmd.clone(), json: args.target.json, store_spec: t.store.export_spec() };
@@ -76,7 +79,10 @@ pub async fn lock_object(core: CoreComponent, args: &ObjectArgs) -> (CoreCompone
         Ok(s) => s,
         Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    let mut config = run_config("object", &args.lease, args.cancel_grace);
+    let mut config = match run_config("object", &args.lease, args.cancel_grace) {
+        Ok(c) => c,
+        Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
+    };
     config["object"] = json!({ "identity": args.identity, "secrets": secrets });
     let work = Work { cmd: args.cmd.clone(), json: args.json, store_spec: store.export_spec() };
     let spec = store.spec();

@@ -3,7 +3,8 @@
 //! did not have (the original tool creates `lock.json` without the mutex: it is never replaced). Protocol:
 //! `docs/dir-store.md`.
 
-use super::mutex::{CellMutex, random_hex};
+use super::mutex::CellMutex;
+use crate::clock::now_ms;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
 use serde_json::{Map, Value, json};
@@ -219,7 +220,7 @@ fn apply(dir: &Path, changes: &[Value], absent: &[String]) -> Result<Applied, Ho
         match change["op"].as_str() {
             Some("write") => {
                 let content = change["content"].as_str().unwrap_or_default();
-                let tmp = dir.join(format!("{file}.{}.{}.tmp", std::process::id(), random_hex(4)));
+                let tmp = dir.join(format!("{file}.{}.{}.tmp", std::process::id(), crate::random::hex(4)?));
                 let created = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp);
                 let written = created.and_then(|mut f| {
                     f.write_all(content.as_bytes())?;
@@ -267,11 +268,4 @@ fn create_linked(tmp: &Path, path: &Path, content: &str) -> std::io::Result<()> 
         }
         other => other,
     }
-}
-
-/// Wall-clock milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

@@ -78,9 +78,10 @@ pub fn wrap(store: Store) -> Store {
     if faults.any() { Store::Faulty(Box::new(FaultStore { inner: store, faults })) } else { store }
 }
 
-/// A uniform random number in `0..n` (`n > 0`), from the OS.
+/// A uniform random number in `0..n` (`n > 0`), from the OS. Panics without one: only the harness runs this.
 fn below(n: u64) -> u64 {
-    u64::from_str_radix(&super::mutex::random_hex(8), 16).unwrap_or(0) % n
+    let unit = crate::random::unit().unwrap_or_else(|e| panic!("{e}"));
+    ((unit * n as f64) as u64).min(n - 1)
 }
 
 /// Appends `line` to `path` (created 0600) in one write.
@@ -123,7 +124,8 @@ impl FaultStore {
         let label = dir.strip_prefix(store.root()).unwrap_or(&dir).display().to_string();
         let names = core.cell_files()?;
         // The sabotage: every decision is made on what the cell held before the mutex was taken.
-        let stale = if self.faults.no_mutex { Some(store.read(core, env, scope, |_, cell, _| Ok(cell))?) } else { None };
+        let stale =
+            if self.faults.no_mutex { Some(store.read(core, env, scope, |_, cell, _| Ok(cell))?) } else { None };
         let journaling = self.faults.journal.is_some();
         store.transact_observed(
             core,
@@ -199,7 +201,8 @@ impl FaultStore {
     /// the harness report violations that did not happen, and this only runs under the harness.
     fn write_line(&self, cell: &str, dir: &Path, files: Map<String, Value>, gap: bool) {
         let Some(path) = &self.faults.journal else { return };
-        let mut line = json!({ "cell": cell, "pid": std::process::id(), "atMs": super::dir::now_ms(), "files": files });
+        let mut line =
+            json!({ "cell": cell, "pid": std::process::id(), "atMs": crate::clock::now_ms(), "files": files });
         if gap {
             line["gap"] = json!(true);
         }
