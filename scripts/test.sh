@@ -10,6 +10,7 @@ step() { printf '\n== %s\n' "$*" >&2; }
 
 step "setup";                bash scripts/setup.sh
 step "format";               cargo fmt --all --check
+step "module cycles";        node scripts/module-cycles.mjs core/src host-native/src
 step "build the wasm";       bash scripts/build-wasm.sh
 step "build";                cargo build --quiet -p baton-native
 # The fault tests (torture, the cross-host races) run the release CLI with the test faults (BATON_TEST_*),

@@ -79,25 +79,6 @@ impl HostError {
         }
     }
 
-    /// This error with the code and message the core gives an I/O failure: an `INTERNAL` error with an
-    /// `errno` detail (see [`Self::io`]) is asked about; anything else, or a core that cannot answer, leaves
-    /// it as it is. Classifying twice changes nothing.
-    #[must_use]
-    pub fn classified(mut self, core: &mut crate::engine::CoreComponent) -> Self {
-        let Some(errno) = self.details.get("errno").and_then(Value::as_str).filter(|_| self.code == "INTERNAL") else {
-            return self;
-        };
-        let what = self.message.trim_end_matches('.');
-        let request = serde_json::json!({ "errno": errno, "what": what, "detail": "" });
-        if let Ok(answer) = core.invoke("io-error", &request)
-            && let (Some(code), Some(message)) = (answer["code"].as_str(), answer["message"].as_str())
-        {
-            self.code = code.to_owned();
-            self.message = message.to_owned();
-        }
-        self
-    }
-
     /// Adds a detail field.
     #[must_use]
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {

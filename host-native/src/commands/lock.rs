@@ -71,7 +71,7 @@ pub async fn acquire(core: CoreComponent, args: &AcquireArgs) -> (CoreComponent,
         Ok(t) => t,
         Err(e) => return (core, Err(e)),
     };
-    let mut config = match super::run::run_config("acquire", &args.lease, None) {
+    let mut config = match super::run_config("acquire", &args.lease, None) {
         Ok(c) => c,
         Err(e) => return (core, Err(e)),
     };

@@ -9,7 +9,7 @@ pub mod write;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
 use crate::store::{DirStore, GitEnv, GitStore, Store};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Opens the store named by `spec` (`--store` / `BATON_STORE`), or the default: `.baton/` at the repository
 /// root, or for `baton run` in CI (`CI` set, as every CI system does) with an `origin` remote, that remote.
@@ -42,7 +42,7 @@ pub fn open_spec(core: &mut CoreComponent, request: &serde_json::Value) -> Resul
     let store = open_answered(core, request)?;
     // Test builds only (`--features test-faults`): the BATON_TEST_* faults around the store.
     #[cfg(feature = "test-faults")]
-    let store = crate::store::faults::wrap(store);
+    let store = store.with_test_faults();
     Ok(store)
 }
 
@@ -70,6 +70,27 @@ fn open_answered(core: &mut CoreComponent, request: &serde_json::Value) -> Resul
         }
         _ => Err(HostError::usage(format!("the store {} is not supported by this build", answer["label"]))),
     }
+}
+
+/// The run machine's configuration for `job` (`acquire`, `run`, `destroy`, `object`): the lease options
+/// given, fresh randomness, the grace.
+pub(crate) fn run_config(
+    job: &str,
+    lease: &crate::cli::LeaseArgs,
+    cancel_grace: Option<u64>,
+) -> Result<Value, HostError> {
+    let mut config = json!({ "job": job, "random": crate::random::hex(20)?, "wait": lease.wait });
+    for (key, value) in [
+        ("ttlMs", lease.ttl),
+        ("waitTimeoutMs", lease.wait_timeout),
+        ("pollMs", lease.poll_interval),
+        ("cancelGraceMs", cancel_grace),
+    ] {
+        if let Some(v) = value {
+            config[key] = v.into();
+        }
+    }
+    Ok(config)
 }
 
 /// Refuses (`USAGE`) a dir store whose path, or the nearest part of it that exists, is not a directory:

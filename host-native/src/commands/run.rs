@@ -3,10 +3,10 @@
 //! cancellation, the handover, the verdict); this file only gathers the configuration and renders the end.
 
 use super::lock::{data, target_for};
-use crate::cli::{LeaseArgs, ObjectArgs, RunArgs};
+use super::run_config;
+use crate::cli::{ObjectArgs, RunArgs};
 use crate::driver::{Verdict, drive};
 use crate::engine::CoreComponent;
-use crate::error::HostError;
 use crate::output::Outcome;
 use crate::work::Work;
 use serde_json::{Value, json};
@@ -28,22 +28,6 @@ pub async fn run(core: CoreComponent, args: &RunArgs) -> (CoreComponent, RunEnd)
 /// `baton destroy`.
 pub async fn destroy(core: CoreComponent, args: &RunArgs) -> (CoreComponent, RunEnd) {
     scoped(core, args, "destroy").await
-}
-
-/// The run machine's configuration for `job`: the lease options given, fresh randomness, the grace.
-pub(crate) fn run_config(job: &str, lease: &LeaseArgs, cancel_grace: Option<u64>) -> Result<Value, HostError> {
-    let mut config = json!({ "job": job, "random": crate::random::hex(20)?, "wait": lease.wait });
-    for (key, value) in [
-        ("ttlMs", lease.ttl),
-        ("waitTimeoutMs", lease.wait_timeout),
-        ("pollMs", lease.poll_interval),
-        ("cancelGraceMs", cancel_grace),
-    ] {
-        if let Some(v) = value {
-            config[key] = v.into();
-        }
-    }
-    Ok(config)
 }
 
 async fn scoped(mut core: CoreComponent, args: &RunArgs, job: &str) -> (CoreComponent, RunEnd) {

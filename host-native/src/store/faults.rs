@@ -24,7 +24,7 @@
 //!
 //! The Node package's test support reads the same variables (`host-node/test-support/faults.cjs`).
 
-use super::{DirStore, Store};
+use super::dir::DirStore;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
 use serde_json::{Map, Value, json};
@@ -33,9 +33,10 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The faults a process was started with (`BATON_TEST_*`).
+/// The faults a process was started with (`BATON_TEST_*`). A store with faults is `Store::Faulty`, which
+/// calls [`Self::transact_dir`] for a dir store and [`Self::reply`] after every transaction.
 #[derive(Clone, Debug, Default)]
-struct Faults {
+pub struct Faults {
     delay_ms: u64,
     lost_reply: f64,
     journal: Option<PathBuf>,
@@ -44,9 +45,10 @@ struct Faults {
 }
 
 impl Faults {
-    fn from_env() -> Self {
+    /// The faults of the environment, or `None` when no `BATON_TEST_*` fault is set.
+    pub fn from_env() -> Option<Self> {
         let path = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        Self {
+        let faults = Self {
             delay_ms: std::env::var("BATON_TEST_STORE_DELAY_MS").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0),
             lost_reply: std::env::var("BATON_TEST_LOST_REPLY")
                 .ok()
@@ -56,26 +58,10 @@ impl Faults {
             journal: path("BATON_TEST_JOURNAL"),
             no_mutex: std::env::var("BATON_TEST_UNSAFE_NO_MUTEX").is_ok_and(|v| v == "1"),
             fault_log: path("BATON_TEST_FAULT_LOG"),
-        }
+        };
+        let any = faults.delay_ms > 0 || faults.lost_reply > 0.0 || faults.journal.is_some() || faults.no_mutex;
+        any.then_some(faults)
     }
-
-    fn any(&self) -> bool {
-        self.delay_ms > 0 || self.lost_reply > 0.0 || self.journal.is_some() || self.no_mutex
-    }
-}
-
-/// A store with the faults of the environment around it. Obtain one with [`wrap`].
-#[derive(Clone, Debug)]
-pub struct FaultStore {
-    inner: Store,
-    faults: Faults,
-}
-
-/// `store` itself when no `BATON_TEST_*` fault is set, else `store` inside a [`FaultStore`]. Call once per
-/// opened store (`commands::open_spec` does).
-pub fn wrap(store: Store) -> Store {
-    let faults = Faults::from_env();
-    if faults.any() { Store::Faulty(Box::new(FaultStore { inner: store, faults })) } else { store }
 }
 
 /// A uniform random number in `0..n` (`n > 0`), from the OS. Panics without one: only the harness runs this.
@@ -89,30 +75,9 @@ fn append(path: &Path, line: &str) -> std::io::Result<()> {
     std::fs::OpenOptions::new().create(true).append(true).mode(0o600).open(path)?.write_all(line.as_bytes())
 }
 
-impl FaultStore {
-    /// The store under the faults.
-    pub fn inner(&self) -> &Store {
-        &self.inner
-    }
-
-    /// [`Store::transact_until`] with the faults: on a dir store the journal, the slow store and the
-    /// sabotaged mutex inside the transaction; on every store the lost reply after it.
-    pub fn transact_until(
-        &self,
-        core: &mut CoreComponent,
-        env: &str,
-        scope: &str,
-        deadline: Option<std::time::Instant>,
-        decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
-    ) -> Result<Value, HostError> {
-        let answer = match &self.inner {
-            Store::Dir(dir) => self.transact_dir(dir, core, env, scope, decide).map_err(|e| e.classified(core)),
-            other => other.transact_until(core, env, scope, deadline, decide),
-        };
-        self.reply(answer)
-    }
-
-    fn transact_dir(
+impl Faults {
+    /// [`DirStore::transact`] with the journal, the slow store and the sabotaged mutex inside it.
+    pub fn transact_dir(
         &self,
         store: &DirStore,
         core: &mut CoreComponent,
@@ -124,9 +89,8 @@ impl FaultStore {
         let label = dir.strip_prefix(store.root()).unwrap_or(&dir).display().to_string();
         let names = core.cell_files()?;
         // The sabotage: every decision is made on what the cell held before the mutex was taken.
-        let stale =
-            if self.faults.no_mutex { Some(store.read(core, env, scope, |_, cell, _| Ok(cell))?) } else { None };
-        let journaling = self.faults.journal.is_some();
+        let stale = if self.no_mutex { Some(store.read(core, env, scope, |_, cell, _| Ok(cell))?) } else { None };
+        let journaling = self.journal.is_some();
         store.transact_observed(
             core,
             env,
@@ -150,20 +114,20 @@ impl FaultStore {
 
     /// Sleeps a random part of the configured delay (a slow store). Called holding the cell mutex.
     fn slow_store(&self) {
-        if self.faults.delay_ms > 0 {
-            std::thread::sleep(Duration::from_millis(below(self.faults.delay_ms + 1)));
+        if self.delay_ms > 0 {
+            std::thread::sleep(Duration::from_millis(below(self.delay_ms + 1)));
         }
     }
 
     /// Turns a committed transaction's answer into a lost reply, with the configured probability.
-    fn reply(&self, answer: Result<Value, HostError>) -> Result<Value, HostError> {
-        let p = self.faults.lost_reply;
+    pub fn reply(&self, answer: Result<Value, HostError>) -> Result<Value, HostError> {
+        let p = self.lost_reply;
         let committed =
             answer.as_ref().is_ok_and(|a| a.get("changes").and_then(Value::as_array).is_some_and(|c| !c.is_empty()));
         if !committed || p <= 0.0 || (below(1_000_000) as f64) >= p * 1_000_000.0 {
             return answer;
         }
-        if let (Some(log), Ok(a)) = (&self.faults.fault_log, &answer) {
+        if let (Some(log), Ok(a)) = (&self.fault_log, &answer) {
             let holder = a["lock"]["holder"].as_str().unwrap_or("-");
             let _ = append(log, &format!("lost-reply {} {holder}\n", std::process::id()));
         }
@@ -200,7 +164,7 @@ impl FaultStore {
     /// One journal line, then the cell's `.journal-last`. A failure panics: a journal with a hole would make
     /// the harness report violations that did not happen, and this only runs under the harness.
     fn write_line(&self, cell: &str, dir: &Path, files: Map<String, Value>, gap: bool) {
-        let Some(path) = &self.faults.journal else { return };
+        let Some(path) = &self.journal else { return };
         let mut line =
             json!({ "cell": cell, "pid": std::process::id(), "atMs": crate::clock::now_ms(), "files": files });
         if gap {
