@@ -21,6 +21,7 @@ mod bindings {
     wasmtime::component::bindgen!({ world: "core", path: "../wit" });
 }
 
+mod in_place;
 mod run;
 pub use run::RunRef;
 
@@ -279,6 +280,9 @@ pub fn embedded() -> Result<(Engine, Component), HostError> {
     static EMBEDDED: OnceLock<Result<(Engine, Component), HostError>> = OnceLock::new();
     EMBEDDED
         .get_or_init(|| {
+            if let Ok(loaded) = in_place::load() {
+                return Ok(loaded);
+            }
             let engine = Engine::new(&config::run()).map_err(wasm_error)?;
             let (component, refused) = load_embedded(&engine, PRECOMPILED, COMPONENT)?;
             if let Some(why) = refused {
