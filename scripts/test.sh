@@ -18,7 +18,7 @@ step "build";                cargo build --quiet -p baton-native
 step "build (release, test faults)"
                              cargo build --release --quiet -p baton-native --bin baton --features test-faults
                              mkdir -p target/test-faults && cp target/release/baton target/test-faults/baton
-step "cargo test";           cargo test --workspace --quiet
+step "cargo test";           BATON_FAULTS_BIN="$PWD/target/test-faults/baton" cargo test --workspace --quiet
 step "simulation (100,000 schedules, release)"
                              BATON_SIM_SCHEDULES=100000 cargo test --release --quiet -p baton-core --test sim
 step "fuzz (stable route + 5 s of libFuzzer per target)"; bash scripts/fuzz.sh short
