@@ -660,11 +660,15 @@ export interface Lease {
   readonly receipt: Receipt | null;
   /** The run's verdict once it is over (a lease that carries a run or a parent object); else null or absent. */
   readonly verdict?: RunVerdict | null;
-  /** Records a write-ahead intent before creating `resource` (a fenced checkpoint): a crash leaves it for the next run to claim or re-create. */
+  /**
+   * Takes the resource's ownership claim, then records a write-ahead intent before creating it (a fenced
+   * checkpoint): a crash leaves it for the next run to claim or re-create. Rejects with OWNED_BY_OTHER_SCOPE
+   * (`details.owner`) when another scope owns it, even one creating it at this very instant (docs/claims.md).
+   */
   intend(resource: Resource): Promise<void>;
-  /** Records that `resource` exists with provider id `id` and this scope owns it (an intent becomes owned). */
+  /** Takes the claim (as `intend`), then records that `resource` exists with provider id `id` and this scope owns it. */
   record(resource: Resource, id: string): Promise<void>;
-  /** Removes `resource` from the ledger (deleted, or never created); `forgotten` says whether it was there. */
+  /** Removes `resource` from the ledger (deleted, or never created) and frees its claim; `forgotten` says whether it was there. */
   forget(resource: Resource): Promise<{ forgotten: boolean }>;
   /**
    * May this run create or change (`change: true`) the resource, or rely on it? Rejects with
@@ -787,8 +791,65 @@ export interface ScopeStatus {
   handoverPending: boolean;
   /** How many resources of the environment belong to other scopes. */
   foreignCount: number;
+  /**
+   * Resources this scope lists as owned that other scopes' ledgers list too (stores written before ownership
+   * claims, or by the original tool): for a person to resolve; neither scope may change them meanwhile.
+   */
+  conflicts: { resource: ResourceRef; scopes: string[] }[];
   warnings: string[];
 }
 
 /** The lock, ownership and inheritance of the scope of `context` (read-only: no mutex, nothing created). */
 export declare function scopeStatus(store: OwnershipStore, context: RunContext): Promise<ScopeStatus>;
+
+/** A scope as `gc` judged it: why it is abandoned or kept. */
+export interface GcScope {
+  scope: string;
+  reason: string;
+  /** The pull request of a `pr-<n>` scope. */
+  pr?: number;
+}
+
+/** What `gc` found (and, with `destroy`, did). */
+export interface GcResult {
+  /** Scopes whose pull request is not open, or whose branch is gone and was not succeeded. */
+  abandoned: GcScope[];
+  kept: GcScope[];
+  /** The open pull requests understood, ascending. */
+  openPrs: number[];
+  /** True without `destroy`. */
+  dryRun: boolean;
+  /** With `destroy`: the scopes destroyed. */
+  destroyed?: string[];
+  /** With `destroy`: scopes whose lease was live (LOCK_HELD), left alone. */
+  skipped?: { scope: string; error: LeaseErrorObject }[];
+  /** With `destroy`: scopes whose destroy failed, with the error. */
+  failed?: { scope: string; error: LeaseErrorObject }[];
+}
+
+/** The options of `gc`. */
+export type GcOptions = LeaseTiming &
+  RunControl & {
+    env: string;
+    /** The open pull requests: numbers, or the JSON `gh pr list --state open --json number` prints [default: ask `gh`]. */
+    openPrs?: readonly number[] | string;
+    /** Where branches are listed with `git ls-remote --heads` [default: origin]. */
+    remote?: string;
+    /** The output of `git ls-remote --heads`, instead of running it. */
+    lsRemote?: string;
+    /** The directory git and gh run in [default: process.cwd()]. */
+    cwd?: string;
+    /** The repository's default branch (its scope is `main`, never collected). */
+    defaultBranch?: string;
+    approvedBy?: string;
+    /** The deletion of one scope, as for `destroy`; without it, a dry run. */
+    destroy?: (resources: ResourceRef[], lease: Lease) => unknown;
+  };
+
+/**
+ * The scopes of an environment whose reason to exist is gone (as `baton gc`): a `pr-<n>` whose pull request
+ * is not open, a `branch-<name>` whose branch is gone from the remote and that no pull request succeeded.
+ * With `destroy`, each is destroyed under its own lease (a live lease is skipped). Rejects only before any
+ * destroy (USAGE when the open pull requests cannot be known).
+ */
+export declare function gc(store: OwnershipStore, options: GcOptions): Promise<GcResult>;

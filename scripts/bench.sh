@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build-wasm.sh
-cargo build --release -q -p baton-native --bin baton --example bench --example bench_ownership --example bench_git
+cargo build --release -q -p baton-native --bin baton --example bench --example bench_ownership --example bench_git --example bench_claims
 (cd host-node/bench && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 NODE_FIGURES=$(node host-node/bench/bench.mjs)
 echo "node: $NODE_FIGURES" >&2
@@ -16,3 +16,5 @@ echo
 BATON_BENCH_NODE="$NODE_FIGURES" target/release/examples/bench_ownership
 echo
 BATON_BIN="$PWD/target/release/baton" target/release/examples/bench_git
+echo
+target/release/examples/bench_claims

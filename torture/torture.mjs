@@ -45,6 +45,8 @@ const PROFILES = {
  * deletes), so a fresh generation keeps each receipt, and the history that repeats it, small.
  */
 const GENERATION_MS = 40_000;
+/** The pool of resources every scope's workers try to create (`shared-<k>`): exactly one scope may own each. */
+const SHARED_KEYS = 3;
 
 /**
  * The scopes a worker of generation `g` picks from: a branch, its pull request (which inherits it), another
@@ -129,10 +131,13 @@ function planWorker(r, { kinds, ttlMs, store, generation }) {
     ['kill', 15],
     ['kill-leader', 5],
   ]);
+  const writes = r.int(3, 12);
   return {
     kind: r.pickUniform(kinds),
     context: r.pickUniform(contexts(generation)),
-    writes: r.int(3, 12),
+    writes,
+    // Overlapping creates: after some writes, a resource of a small pool every scope may try to create.
+    shared: Array.from({ length: writes }, () => (r.chance(0.5) ? r.int(0, SHARED_KEYS - 1) : null)).map((k) => k ?? '-'),
     gapMs: r.int(20, 200),
     lostReply: r.chance(0.35) ? 0.05 : 0,
     delayMs: store === 'dir' && r.chance(0.3) ? 40 : 0,
@@ -154,7 +159,7 @@ function startWorker(id, plan, env) {
     cmd = env.bin;
     args = ['run', '--store', env.spec, '--env', c.env, '--branch', c.branch, '--pr', c.pr === null ? '' : String(c.pr), '--sha', c.sha,
       '--ttl', `${env.ttlMs}ms`, '--wait', '--poll-interval', '100ms', '--wait-timeout', '120s', '--',
-      'sh', path.join(here, 'workers', 'cli-writes.sh'), String(plan.writes), String(plan.gapMs), log];
+      'sh', path.join(here, 'workers', 'cli-writes.sh'), String(plan.writes), String(plan.gapMs), log, plan.shared.join(' ')];
   } else {
     cmd = process.execPath;
     args = [path.join(here, 'workers', plan.kind === 'node' ? 'node-worker.mjs' : 'baseline-worker.mjs'), JSON.stringify(full)];
@@ -224,6 +229,8 @@ function startWorker(id, plan, env) {
         signal: sig,
         holders: [...new Set(events.filter((e) => e.event === 'lease').map((e) => e.holder))],
         acks: events.filter((e) => e.event === 'ack').map((e) => e.key),
+        shared: events.filter((e) => e.event === 'shared').length,
+        refused: events.filter((e) => e.event === 'refused').length,
         releaseFailed,
       });
       // Not stopped or killed, and not told that a release failed: whatever its exit code, it must not leave
@@ -364,6 +371,8 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
       return acc;
     }, {}),
     acked: acks.length,
+    sharedCreated: records.reduce((n, w) => n + (w.shared ?? 0), 0),
+    sharedRefused: records.reduce((n, w) => n + (w.refused ?? 0), 0),
     scopes: checker.cells.size,
     states: checker.states,
     grants: grants.size,
@@ -394,6 +403,7 @@ function printTable(reports) {
     ['slow store (dir: workers, git: pushes)', ...reports.map((r) => String(r.faults.slowStore))],
     ['workers ended (exit code or signal: count)', ...reports.map((r) => Object.entries(r.exits).sort().map(([k, n]) => `${k.replace('SIG', '')}:${n}`).join(' '))],
     ['writes acknowledged', ...reports.map((r) => String(r.acked))],
+    ['shared creates: owned / refused (another scope owns it)', ...reports.map((r) => `${r.sharedCreated} / ${r.sharedRefused}`)],
     ['scopes (cells)', ...reports.map((r) => String(r.scopes))],
     ['states checked', ...reports.map((r) => String(r.states))],
     ['lock grants seen', ...reports.map((r) => String(r.grants))],

@@ -277,6 +277,30 @@ impl Guest for Component {
     fn git_cat_parse(request: String) -> Result<String, Error> {
         call("git-cat-parse", request)
     }
+    fn claim_cell(request: String) -> Result<String, Error> {
+        call("claim-cell", request)
+    }
+    fn claim_take(request: String) -> Result<String, Error> {
+        call("claim-take", request)
+    }
+    fn claim_facts(request: String) -> Result<String, Error> {
+        call("claim-facts", request)
+    }
+    fn claim_free(request: String) -> Result<String, Error> {
+        call("claim-free", request)
+    }
+    fn claim_move(request: String) -> Result<String, Error> {
+        call("claim-move", request)
+    }
+    fn command_line(request: String) -> Result<String, Error> {
+        call("command-line", request)
+    }
+    fn gc_plan(request: String) -> Result<String, Error> {
+        call("gc-plan", request)
+    }
+    fn gc_outcome(request: String) -> Result<String, Error> {
+        call("gc-outcome", request)
+    }
 }
 
 export!(Component);

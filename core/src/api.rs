@@ -5,6 +5,7 @@
 //! same code on the same bytes. The formats are documented on the request and answer types.
 
 use crate::cell::{Cell, STATE_FILES};
+use crate::claims;
 use crate::context::{ContextInput, detect};
 use crate::envelope::{RenderInput, render};
 use crate::error::{CoreError, error_codes};
@@ -18,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 43] = [
+pub const OPS: [&str; 51] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -62,6 +63,14 @@ pub const OPS: [&str; 43] = [
     "git-stale-clones",
     "git-commit",
     "git-cat-parse",
+    "claim-cell",
+    "claim-take",
+    "claim-facts",
+    "claim-free",
+    "claim-move",
+    "command-line",
+    "gc-plan",
+    "gc-outcome",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -180,9 +189,13 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
                 r.random,
             )
         }),
-        "git-readme" => {
-            run(op, input, |r: ReadmeRequest| Ok(json!({ "text": crate::gitstore::readme(r.parent_object) })))
-        }
+        "git-readme" => run(op, input, |r: ReadmeRequest| {
+            let text = match &r.env {
+                Some(env) => crate::gitstore::readme_for(env),
+                None => crate::gitstore::readme(r.parent_object),
+            };
+            Ok(json!({ "text": text }))
+        }),
         "redact" => run(op, input, |r: RedactRequest| Ok(json!({ "text": crate::gitstore::redact(&r.text) }))),
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
@@ -231,6 +244,21 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "git-stale-clones" => {
             run(op, input, |r: StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, &r.host, r.processes.as_ref())))
         }
+        "claim-cell" => run(op, input, |r: ClaimCellRequest| {
+            let (env, scope) = claims::claim_cell(&r.env, &r.resource.adapter, &r.resource.provider, &r.resource.key);
+            Ok(json!({ "env": env, "scope": scope }))
+        }),
+        "claim-take" => run(op, input, |r: ClaimTakeRequest| claims::take(&r.cell, r.now_ms, &r.take)),
+        "claim-facts" => run(op, input, |r: ClaimFactsRequest| claims::facts(&r.cell, &r.resource, r.claim_epoch)),
+        "claim-free" => {
+            run(op, input, |r: ClaimFreeRequest| claims::free(&r.cell, &r.env, &r.scope, r.epoch, &r.resource))
+        }
+        "claim-move" => run(op, input, |r: ClaimMoveRequest| {
+            claims::moved(&r.cell, r.now_ms, &r.env, &r.from, &r.to, &r.holder, r.epoch, &r.resource)
+        }),
+        "command-line" => run(op, input, |r: crate::command_line::CommandLineRequest| crate::command_line::answer(&r)),
+        "gc-plan" => run(op, input, |r: crate::gc::GcRequest| crate::gc::plan(&r)),
+        "gc-outcome" => run(op, input, |r: crate::gc::OutcomeRequest| Ok(crate::gc::outcome(&r))),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }
@@ -585,12 +613,15 @@ struct CatParseRequest {
     count: usize,
 }
 
-/// `git-readme`: `{parentObject}` -> `{text}`: the README committed at the root of each cell ref.
+/// `git-readme`: `{parentObject?, env?}` -> `{text}`: the README committed at the root of each cell ref.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ReadmeRequest {
     #[serde(default)]
     parent_object: bool,
+    /// The environment of the cell (`_claims` cells get their own README); overrides `parentObject`.
+    #[serde(default)]
+    env: Option<String>,
 }
 
 /// `redact`: `{text}` -> `{text}` without credentials embedded in URLs.
@@ -753,6 +784,65 @@ struct StatusRequest {
     others: Vec<ownership::OtherScope>,
     #[serde(default)]
     predecessor: Option<String>,
+}
+
+/// `claim-cell`: `{env, resource}` -> `{env: "_claims", scope}`: where the claim of a resource lives.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ClaimCellRequest {
+    env: String,
+    resource: ownership::Resource,
+}
+
+/// `claim-take`: `{cell (the claim cell), nowMs, env, scope, holder, epoch, resource, predecessor?,
+/// others?, facts?}` -> `{changes, outcome, claim}` or `{changes: [], need}`; `OWNED_BY_OTHER_SCOPE`.
+/// See [`claims::take`].
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ClaimTakeRequest {
+    cell: Cell,
+    now_ms: UnixMs,
+    #[serde(flatten)]
+    take: claims::TakeRequest,
+}
+
+/// `claim-facts`: `{cell (the claiming scope's), nowMs, resource, claimEpoch}` -> `{scope, claimEpoch,
+/// lockEpoch, lists}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ClaimFactsRequest {
+    cell: Cell,
+    #[allow(dead_code)]
+    now_ms: UnixMs,
+    resource: ownership::Resource,
+    claim_epoch: u64,
+}
+
+/// `claim-free`: `{cell, nowMs, env, scope, epoch, resource}` -> `{changes, freed}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ClaimFreeRequest {
+    cell: Cell,
+    #[allow(dead_code)]
+    now_ms: UnixMs,
+    env: String,
+    scope: String,
+    epoch: u64,
+    resource: ownership::Resource,
+}
+
+/// `claim-move`: `{cell, nowMs, env, from, to, holder, epoch, resource}` -> `{changes, moved}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ClaimMoveRequest {
+    cell: Cell,
+    now_ms: UnixMs,
+    env: String,
+    from: String,
+    to: String,
+    holder: String,
+    epoch: u64,
+    resource: ownership::Resource,
 }
 
 #[cfg(test)]

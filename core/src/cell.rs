@@ -14,8 +14,10 @@ pub const LOCK_FILE: &str = "lock.json";
 pub const EPOCH_FILE: &str = "epoch.json";
 /// The scope's receipt: the last run's, or the checkpoint of the run in progress (`receipt`).
 pub const LATEST_FILE: &str = "latest.json";
+/// A claim cell's record of who owns a resource identity (`claims`).
+pub const CLAIM_FILE: &str = "claim.json";
 /// The files a host loads into a snapshot (the ones that exist).
-pub const STATE_FILES: [&str; 3] = [LOCK_FILE, EPOCH_FILE, LATEST_FILE];
+pub const STATE_FILES: [&str; 4] = [LOCK_FILE, EPOCH_FILE, LATEST_FILE, CLAIM_FILE];
 
 /// A snapshot of one cell as the host loaded it.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -93,7 +95,7 @@ pub fn validate_data_file(file: &str) -> Result<(), CoreError> {
         && file.len() <= 100
         && !file.starts_with('.')
         && file.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | ':' | '+'));
-    let reserved = [LOCK_FILE, EPOCH_FILE, LATEST_FILE, "lock.mutex"].contains(&file)
+    let reserved = [LOCK_FILE, EPOCH_FILE, LATEST_FILE, "lock.mutex", CLAIM_FILE].contains(&file)
         || file.ends_with(".tmp")
         || file.ends_with(".tomb");
     if !plain || reserved {

@@ -250,9 +250,9 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
     // A bad environment is refused before anyone runs git for the rest.
     if let Some(env) = &acc.env {
         validate_name("env", env)?;
-        if env == crate::ownership::PARENT_ENV {
+        if env == crate::ownership::PARENT_ENV || env == crate::claims::CLAIMS_ENV {
             return Err(CoreError::usage(format!(
-                "env `{env}` is reserved for the locks of parent objects (`baton lock-object`): choose another environment name. Nothing was read or written."
+                "env `{env}` is reserved for baton's own cells (the locks of parent objects, `baton lock-object`, and ownership claims): choose another environment name. Nothing was read or written."
             ))
             .with("env", env.as_str()));
         }

@@ -8,10 +8,17 @@ use serde_json::{Value, json};
 
 /// The default ref prefix (`refs/heads/<prefix>/<env>/<scope>`).
 pub const DEFAULT_PREFIX: &str = "baton-receipts";
-/// The default time limit of one store operation, retries included (`BATON_STORE_BUDGET_MS`).
-pub const DEFAULT_BUDGET_MS: u64 = 60_000;
+pub use crate::lease::DEFAULT_BUDGET_MS;
 /// At most this many rejections (hooks, protected refs) before giving up.
 pub const MAX_REJECTIONS: u32 = 4;
+
+/// The README committed at the root of the cell ref of environment `env`.
+pub fn readme_for(env: &str) -> &'static str {
+    if env == crate::claims::CLAIMS_ENV {
+        return "# baton ownership claim\n\nThis orphan branch is written by `baton`. It holds one claim (`_claims/<hash>/claim.json`): which scope\nowns one resource of one environment, so that two scopes never both create it.\n\nDo not merge it. Deleting it while the owning scope's receipt lists the resource is safe (the receipt still\nsays who owns it); deleting it while a run is creating that resource is not.\n";
+    }
+    readme(env == crate::ownership::PARENT_ENV)
+}
 
 /// The README committed at the root of every cell ref.
 pub fn readme(parent_object: bool) -> &'static str {

@@ -39,7 +39,7 @@ pub fn commit(
         return Err(CoreError::internal(format!("not a commit id: {tip:?}")));
     }
     let (message, what) = describe(env, scope, changes, old_lock);
-    let readme = crate::gitstore::readme(env == crate::ownership::PARENT_ENV);
+    let readme = crate::gitstore::readme_for(env);
     let mut s = String::new();
     let data = |s: &mut String, text: &str| {
         s.push_str(&format!("data {}\n", text.len()));

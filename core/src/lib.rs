@@ -16,9 +16,12 @@
 
 pub mod api;
 pub mod cell;
+pub mod claims;
+pub mod command_line;
 pub mod context;
 pub mod envelope;
 pub mod error;
+pub mod gc;
 pub mod gitclone;
 pub mod gitstore;
 pub mod gitstream;

@@ -69,7 +69,22 @@ pub enum Command {
     /// that epoch, checked in the same atomic step (exit 3 with LOCK_LOST otherwise). Reads the content from
     /// stdin. Inside `baton run`, holder, epoch, scope and store come from the environment
     Write(WriteArgs),
+    /// List (or destroy) the environment's scopes whose reason to exist is gone
+    ///
+    /// A pr-<n> whose pull request is not open (closed or merged), a branch-<name> whose branch is gone
+    /// from the remote and that no pull request succeeded. Open pull requests come from --open-prs, else
+    /// from `gh pr list`; branches from `git ls-remote --heads`. A dry run unless --destroy: then each
+    /// abandoned scope is destroyed as `baton destroy -- CMD` would, under its own lease; scopes whose lease
+    /// is live are skipped
+    #[command(after_long_help = GC_HELP)]
+    Gc(GcArgs),
 }
+
+const GC_HELP: &str = "\
+Examples:
+  baton gc --env preview
+  gh pr list --state open --json number | baton gc --open-prs - --json
+  baton gc --env preview --destroy -- ./destroy-preview.sh";
 
 const RUN_HELP: &str = "\
 Safety: only the run holding the lease at an epoch can write under that epoch; the store checks holder and
@@ -369,4 +384,34 @@ pub struct ReleaseArgs {
     /// The lease the change is fenced by.
     #[command(flatten)]
     pub fence: FenceArgs,
+}
+
+/// `baton gc`.
+#[derive(Args, Debug)]
+pub struct GcArgs {
+    /// Which environment and store.
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// TTL and waiting of each destroy's lease.
+    #[command(flatten)]
+    pub lease: LeaseArgs,
+    /// The open pull requests: a file with a JSON list of numbers, or what `gh pr list --state open --json
+    /// number` prints; `-` reads stdin [default: ask `gh` on PATH]
+    #[arg(long, value_name = "FILE|-")]
+    pub open_prs: Option<String>,
+    /// The remote whose branches are listed (`git ls-remote --heads`): a remote name or URL
+    #[arg(long, value_name = "NAME|URL", default_value = "origin")]
+    pub remote: String,
+    /// Destroy each abandoned scope through CMD (given after `--`), as `baton destroy` does
+    #[arg(long, requires = "cmd")]
+    pub destroy: bool,
+    /// Who approved the destroys; required when the environment is production [default: BATON_APPROVED_BY]
+    #[arg(long, value_name = "NAME", env = "BATON_APPROVED_BY")]
+    pub approved_by: Option<String>,
+    /// On cancel, how long CMD gets to stop before its process group is killed [default: 5s]
+    #[arg(long, value_name = "DURATION", env = "BATON_CANCEL_GRACE", value_parser = parse_duration)]
+    pub cancel_grace: Option<u64>,
+    /// The destroy command and its arguments, after `--` (with --destroy)
+    #[arg(last = true, value_name = "CMD", requires = "destroy")]
+    pub cmd: Vec<String>,
 }

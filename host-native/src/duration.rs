@@ -38,4 +38,13 @@ mod tests {
         assert!(parse_duration("5d").is_err());
         assert!(parse_duration("-5s").is_err());
     }
+
+    /// `npx baton-lease` reads the same flags through the core (`command-line`): both read every duration
+    /// alike, messages included.
+    #[test]
+    fn the_core_reads_durations_alike() {
+        for s in ["500ms", "90s", "15m", "2h", " 7s ", "15", "m", "5d", "-5s", "", "99999999999999999999h", "1.5s"] {
+            assert_eq!(parse_duration(s), baton_core::command_line::parse_duration(s), "{s:?}");
+        }
+    }
 }

@@ -157,6 +157,14 @@ impl CoreComponent {
             "git-stale-clones" => d.call_git_stale_clones(s, &req),
             "git-commit" => d.call_git_commit(s, &req),
             "git-cat-parse" => d.call_git_cat_parse(s, &req),
+            "claim-cell" => d.call_claim_cell(s, &req),
+            "claim-take" => d.call_claim_take(s, &req),
+            "claim-facts" => d.call_claim_facts(s, &req),
+            "claim-free" => d.call_claim_free(s, &req),
+            "claim-move" => d.call_claim_move(s, &req),
+            "command-line" => d.call_command_line(s, &req),
+            "gc-plan" => d.call_gc_plan(s, &req),
+            "gc-outcome" => d.call_gc_outcome(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

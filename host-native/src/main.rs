@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         Command::Lock(LockCommand::Status(a)) => ("lock status", a.json),
         Command::Lock(LockCommand::Renew(a)) => ("lock renew", a.target.json),
         Command::Lock(LockCommand::Break(a)) => ("lock break", a.target.json),
+        Command::Gc(a) => ("gc", a.target.json),
     };
     let mut core = match CoreComponent::load() {
         Ok(core) => core,
@@ -49,7 +50,11 @@ fn main() -> ExitCode {
     };
     let async_command = matches!(
         cli.command,
-        Command::Run(_) | Command::Destroy(_) | Command::LockObject(_) | Command::Lock(LockCommand::Acquire(_))
+        Command::Run(_)
+            | Command::Destroy(_)
+            | Command::LockObject(_)
+            | Command::Lock(LockCommand::Acquire(_))
+            | Command::Gc(_)
     );
     if async_command {
         let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
@@ -77,6 +82,10 @@ fn main() -> ExitCode {
                     let (core, outcome) = commands::lock::acquire(core, a).await;
                     (core, outcome, None)
                 }
+                Command::Gc(a) => {
+                    let (core, outcome) = commands::gc::run(core, a).await;
+                    (core, outcome, None)
+                }
                 _ => unreachable!("only async commands get here"),
             }
         });
@@ -97,7 +106,11 @@ fn main() -> ExitCode {
         Command::Receipt(ReceiptCommand::Show(a)) => commands::ledger::show(&mut core, a),
         Command::Receipt(ReceiptCommand::List(a)) => commands::ledger::list_receipts(&mut core, a),
         Command::Status(a) => commands::ledger::status(&mut core, a),
-        Command::Run(_) | Command::Destroy(_) | Command::LockObject(_) | Command::Lock(LockCommand::Acquire(_)) => {
+        Command::Run(_)
+        | Command::Destroy(_)
+        | Command::LockObject(_)
+        | Command::Lock(LockCommand::Acquire(_))
+        | Command::Gc(_) => {
             unreachable!("handled above")
         }
     };

@@ -280,8 +280,9 @@ fn credentials_in_the_remote_url_never_show() {
 #[test]
 fn ref_segments_are_valid_and_distinct_and_list_decodes_them() {
     let g = GitTemp::new("segs");
-    for scope in ["a..b", "trailing.", "x.lock", "Ab", "ab"] {
-        let record = sh("baton ledger record --adapter a --key k --id 1");
+    for (i, scope) in ["a..b", "trailing.", "x.lock", "Ab", "ab"].into_iter().enumerate() {
+        // One resource each: two scopes never own one.
+        let record = sh(&format!("baton ledger record --adapter a --key k{i} --id 1"));
         let (code, env) = g.json(&["run", "--scope", scope, "--", "sh", "-c", &record]);
         assert_eq!(code, 0, "{scope}: {env}");
     }

@@ -21,6 +21,10 @@ fn a_pr_from_main_inherits_nothing_and_a_busy_predecessor_is_handed_over_later()
     assert_eq!(env["warnings"], json!([]), "a PR whose head is main inherits nothing");
     assert_eq!(keys(&t.receipt("preview", "main")["ledger"]), ["k:baton"]);
 
+    // The same key is main's now: the branch records one of its own (two scopes never own one resource).
+    let (code, env) = t.json(&["run", "--branch", "feat", "--", "sh", "-c", &record]);
+    assert_eq!(code, 1, "{env}");
+    let record = sh("baton ledger record --adapter a --key kf --id 2");
     assert_eq!(t.json(&["run", "--branch", "feat", "--", "sh", "-c", &record]).0, 0);
     assert_eq!(t.json(&["lock", "acquire", "--branch", "feat", "--holder", "busy", "--ttl", "1m"]).0, 0);
     let (code, env) = t.json(&["run", "--branch", "feat", "--pr", "6", "--", "true"]);
@@ -31,11 +35,11 @@ fn a_pr_from_main_inherits_nothing_and_a_busy_predecessor_is_handed_over_later()
             .contains("Scope `branch-feat` is busy; its resources will be handed over to `pr-6` on the next run."),
         "{env}"
     );
-    assert_eq!(keys(&t.receipt("preview", "branch-feat")["ledger"]), ["k:baton"]);
+    assert_eq!(keys(&t.receipt("preview", "branch-feat")["ledger"]), ["kf:baton"]);
     assert_eq!(t.json(&["lock", "release", "--branch", "feat", "--holder", "busy"]).0, 0);
     assert_eq!(t.json(&["run", "--branch", "feat", "--pr", "6", "--", "true"]).0, 0);
     assert_eq!(t.receipt("preview", "branch-feat")["ledger"], json!([]));
-    assert_eq!(keys(&t.receipt("preview", "pr-6")["ledger"]), ["k:baton"]);
+    assert_eq!(keys(&t.receipt("preview", "pr-6")["ledger"]), ["kf:baton"]);
 }
 
 #[test]

@@ -11,7 +11,7 @@ const { randomBytes } = require('node:crypto');
 const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
 const { takeMutex, releaseMutex } = require('./mutex.cjs');
-const { repoRoot } = require('./git.cjs');
+const { repoRoot, originUrl } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 
 /**
@@ -196,6 +196,16 @@ class DirStore extends CellStore {
     this.mutexWaitMs = waitMs;
   }
 
+  /** The store as `baton` names it in its output: `dir:<path>`. */
+  get spec() {
+    return `dir:${this.path}`;
+  }
+
+  /** `BATON_STORE` for a command run under a lease of this store (`baton run` exports the same). */
+  exportSpec() {
+    return this.spec;
+  }
+
   /**
    * One transaction on the cell `{env, scope}`: takes the cell mutex, loads the cell, reads the wall clock,
    * calls core operation `op` with `request` plus `cell` and `nowMs`, commits the answer's `changes` and
@@ -293,9 +303,10 @@ class DirStore extends CellStore {
  * the git root of `cwd` (or in `cwd` outside a repository). Git is asked only when no store is named. A git
  * store takes its ref prefix from BATON_GIT_PREFIX and its time limit per operation from BATON_STORE_BUDGET_MS; a
  * dir store waits for a cell mutex `opts.mutexWaitMs`, else BATON_MUTEX_WAIT_MS (the core judges all three).
- * Throws USAGE for an unknown store or a variable that does not parse.
+ * Throws USAGE for an unknown store or a variable that does not parse. With `run` (a run's store, as for
+ * `baton run`), the default in CI (`CI` set) with an `origin` remote is that remote, as the CLI chooses.
  * @param {string} [spec]
- * @param {{cwd?: string, mutexWaitMs?: number}} [opts]
+ * @param {{cwd?: string, mutexWaitMs?: number, run?: boolean}} [opts]
  */
 function openStore(spec, opts = {}) {
   const cwd = path.resolve(opts.cwd ?? process.cwd());
@@ -306,7 +317,12 @@ function openStore(spec, opts = {}) {
     mutexWaitMs: process.env.BATON_MUTEX_WAIT_MS ?? null,
   };
   let answer = call('store-spec', { spec: named ?? null, repoRoot: null, cwd, ...git });
-  if (answer.source === 'default') answer = call('store-spec', { spec: null, repoRoot: repoRoot(cwd), cwd, ...git });
+  if (answer.source === 'default') {
+    const ci = typeof process.env.CI === 'string' && process.env.CI.trim() !== '' && process.env.CI !== 'false';
+    const run = opts.run === true ? { run: true, ci, origin: ci ? originUrl(cwd) : null } : {};
+    answer = call('store-spec', { spec: null, repoRoot: repoRoot(cwd), cwd, ...git, ...run });
+    if (opts.run === true && typeof answer.notice === 'string') process.stderr.write(`baton: ${answer.notice}\n`);
+  }
   if (answer.kind === 'git') {
     // Required here, not at the top: git-store.cjs needs nothing of this file, and most users never load it.
     const { GitStore } = require('./git-store.cjs');

@@ -7,6 +7,7 @@
  */
 const { hostError } = require('./core.cjs');
 const { resourceOf } = require('./ownership.cjs');
+const { takeClaim, ledgerChange } = require('./claim.cjs');
 const { asBatonError, notify } = require('./loop.cjs');
 
 /** Internal methods the subclass provides or uses. */
@@ -116,6 +117,31 @@ class FencedRun {
     return answer;
   }
 
+  /**
+   * Claims `res` for this run before its intent or record (core/src/claims): OWNED_BY_OTHER_SCOPE when
+   * another scope owns it. `dry` only asks (ledger check with `change`).
+   */
+  async #claim(res, dry = false, listed = null) {
+    const epoch = dry ? this.epoch : this.assertHeld();
+    const run = { env: this.env, scope: this.scope, holder: this.holder, epoch, predecessor: this.predecessor };
+    try {
+      return await takeClaim(this.#store, run, res, { dry, listed, deadline: this[deadline]() });
+    } catch (e) {
+      throw asBatonError(e, 'the store failed');
+    }
+  }
+
+  /** A ledger change of `res` (claims/claim.cjs `ledgerChange`) whose fenced write is `#fenced(op, request)`. */
+  async #change(op, res, request) {
+    const epoch = this.assertHeld();
+    const run = { env: this.env, scope: this.scope, holder: this.holder, epoch, predecessor: this.predecessor };
+    try {
+      return await ledgerChange(this.#store, run, op, res, () => this.#fenced(op, { ...request, resource: res }), { deadline: this[deadline]() });
+    } catch (e) {
+      throw asBatonError(e, 'the store failed');
+    }
+  }
+
   /** A fenced write of data file `file` of the cell (see Lease.write). */
   async write(file, content) {
     if (typeof content !== 'string') throw hostError('USAGE', `the content of ${String(file)} must be a string`);
@@ -126,7 +152,7 @@ class FencedRun {
   /** Records a write-ahead intent for `resource` before creating it (a fenced checkpoint). */
   async intend(resource) {
     this[open]('intend');
-    await this.#fenced('ledger-intend', { resource: resourceOf(resource) });
+    await this.#change('ledger-intend', resourceOf(resource), {});
   }
 
   /** Records that `resource` exists with provider id `id` and this scope owns it. */
@@ -134,13 +160,13 @@ class FencedRun {
     this[open]('record');
     if (typeof id !== 'string') throw hostError('USAGE', 'lease.record needs the provider id of the resource (a string)');
     // The marker an entry that becomes owned is written with (BATON_CREATED_BY; the core judges it).
-    await this.#fenced('ledger-record', { resource: resourceOf(resource), id, ownedMarker: process.env.BATON_CREATED_BY ?? null });
+    await this.#change('ledger-record', resourceOf(resource), { id, ownedMarker: process.env.BATON_CREATED_BY ?? null });
   }
 
   /** Removes `resource` from the ledger; resolves `{forgotten}`. */
   async forget(resource) {
     this[open]('forget');
-    const answer = await this.#fenced('ledger-forget', { resource: resourceOf(resource) });
+    const answer = await this.#change('ledger-forget', resourceOf(resource), {});
     return { forgotten: answer.forgotten === true };
   }
 
@@ -152,6 +178,8 @@ class FencedRun {
     const res = resourceOf(resource);
     const others = await this.#store.list(this.env);
     const answer = await this.#fenced('ledger-check', { resource: res, change, others, predecessor: this.predecessor });
+    // A change must also get past the claim (read only here: `intend` takes it).
+    if (change) await this.#claim(res, true, others);
     const result = { relation: answer.relation, adopted: answer.adopted === true };
     if (answer.owner !== undefined) result.owner = answer.owner;
     if (answer.createdBy !== undefined) result.createdBy = answer.createdBy;

@@ -187,6 +187,16 @@ class GitStore extends CellStore {
     this.#cwd = cwd;
   }
 
+  /** The store as `baton` names it in its output: `git:<remote>`, credentials redacted. */
+  get spec() {
+    return `git:${this.path}`;
+  }
+
+  /** `BATON_STORE` for a command run under a lease of this store, credentials included (as `baton run`). */
+  exportSpec() {
+    return `git:${this.#remote}`;
+  }
+
   /** The working clone's directory, or null before the first operation and after `close()`. */
   get workdir() {
     return this.#clone;

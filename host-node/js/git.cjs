@@ -49,4 +49,13 @@ function repoRoot(cwd) {
   }
 }
 
-module.exports = { gitFacts, repoRoot };
+/** `git remote get-url origin` in `cwd`, or null without one. */
+function originUrl(cwd) {
+  try {
+    return run('git', ['remote', 'get-url', 'origin'], cwd, 5000) || null;
+  } catch {
+    return null;
+  }
+}
+
+module.exports = { gitFacts, repoRoot, originUrl };

@@ -22,6 +22,7 @@ const { openStore } = require('./dir-store.cjs');
 const { acquireLease, withLease } = require('./lease.cjs');
 const { destroy, acquireObjectLease, withObjectLease } = require('./destroy.cjs');
 const { scopeStatus } = require('./ownership.cjs');
+const { gc } = require('./gc.cjs');
 
 module.exports = {
   BatonError,
@@ -36,4 +37,5 @@ module.exports = {
   acquireObjectLease,
   withObjectLease,
   scopeStatus,
+  gc,
 };

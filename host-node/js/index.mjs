@@ -14,4 +14,5 @@ export const {
   acquireObjectLease,
   withObjectLease,
   scopeStatus,
+  gc,
 } = baton;

@@ -182,6 +182,7 @@ test('the package loads with require() and with import, sharing one implementati
     'destroy',
     'detectContext',
     'errorCodes',
+    'gc',
     'invoke',
     'openStore',
     'scopeFor',

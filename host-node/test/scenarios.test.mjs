@@ -19,6 +19,9 @@ const files = readdirSync(corpus).filter((f) => f.endsWith('.json')).sort();
 /** The other ops whose request takes a cell (`succession`, `parent-cell`, `approval`, `receipt-parse`, `scope-names` take none). */
 const CELL_OPS = [
   'fenced-write',
+  'claim-take',
+  'claim-free',
+  'claim-move',
   'run-begin',
   'run-finish',
   'ledger-intend',

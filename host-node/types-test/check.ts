@@ -311,3 +311,17 @@ invoke('no-such-op', '{}');
 detectContext().then(() => {});
 
 void [scope, pr, sha, codes, exit, standing, answer, use, lease, ownership, git];
+
+// gc: a dry run, and a destroy of each abandoned scope.
+async function gcTypes(store: import('baton-lease').OwnershipStore): Promise<void> {
+  const { gc } = await import('baton-lease');
+  const dry = await gc(store, { env: 'preview', openPrs: [1, 2], remote: 'origin' });
+  const names: string[] = dry.abandoned.map((s) => `${s.scope}: ${s.reason}`);
+  const done = await gc(store, { env: 'preview', openPrs: '[{"number": 1}]', destroy: async (resources, lease) => {
+    for (const r of resources) await lease.forget(r);
+  } });
+  const skipped: string[] = (done.skipped ?? []).map((s) => s.error.code);
+  void names;
+  void skipped;
+}
+void gcTypes;

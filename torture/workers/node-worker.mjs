@@ -2,7 +2,8 @@
  * A torture worker on the Node package: holds the scope's lease (waiting for it), appends its
  * (scope, holder, epoch, sequence) entries to the scope's receipt with fenced ledger writes, finishes the
  * run (a pull request hands its branch's resources over) and releases. Reports to the log file named in its
- * plan, one JSON line per event: `lease` (holder, epoch), `ack` (a write the store confirmed), `released`.
+ * plan, one JSON line per event: `lease` (holder, epoch), `ack` (a write the store confirmed), `shared`/`refused`
+ * (a create of a resource every scope tries: it owns it now / another scope does), `released`.
  * Usage: node node-worker.mjs '<plan JSON>'
  */
 import { appendFileSync } from 'node:fs';
@@ -20,6 +21,24 @@ async function record(lease, key) {
       await lease.record({ adapter: 'torture', key }, 'x');
       return;
     } catch (e) {
+      if (e.code === 'LOCK_LOST' || attempt >= 3) throw e;
+    }
+  }
+}
+
+/**
+ * Creates a resource every scope may try to create at once: intend, then record (retried while the store's
+ * answer is lost); OWNED_BY_OTHER_SCOPE (another scope owns it) is logged as `refused`.
+ */
+async function createShared(lease, key) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await lease.intend({ adapter: 'torture', key });
+      await lease.record({ adapter: 'torture', key }, lease.scope);
+      log({ event: 'shared', key });
+      return;
+    } catch (e) {
+      if (e.code === 'OWNED_BY_OTHER_SCOPE') return log({ event: 'refused', key, owner: e.details?.owner });
       if (e.code === 'LOCK_LOST' || attempt >= 3) throw e;
     }
   }
@@ -44,6 +63,8 @@ try {
         const key = `${lease.scope}/${lease.holder}/${lease.epoch}/${seq}`;
         await record(lease, key);
         log({ event: 'ack', key });
+        const k = plan.shared?.[seq - 1];
+        if (k !== undefined && k !== '-') await createShared(lease, `shared-${k}`);
         await sleep(plan.gapMs);
       }
     },

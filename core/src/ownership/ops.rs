@@ -38,11 +38,18 @@ fn empty() -> Value {
 }
 
 impl Resource {
-    fn identity(&self) -> String {
+    /// The identity (`adapter|provider|key`) ledgers and claims key it by.
+    pub fn identity(&self) -> String {
         crate::receipt::identity(&self.adapter, &self.provider, &self.key)
     }
 
-    fn validate(&self) -> Result<(), CoreError> {
+    /// The resource as requests carry it: `{adapter, key, provider}`.
+    pub fn to_value(&self) -> Value {
+        json!({ "adapter": self.adapter, "key": self.key, "provider": self.provider })
+    }
+
+    /// `USAGE` for an empty adapter or key, or a provider that is not an object.
+    pub fn validate(&self) -> Result<(), CoreError> {
         if self.adapter.trim().is_empty() || self.key.trim().is_empty() {
             return Err(CoreError::usage("a resource needs a non-empty adapter and key (--adapter, --key)"));
         }
@@ -327,15 +334,7 @@ pub fn check(
         return Ok(json!({ "relation": "none", "changes": [] }));
     };
     if change {
-        return Err(CoreError::new(
-            ErrorCode::OwnedByOtherScope,
-            format!(
-                "{} `{}` is managed by scope `{owner}` in this environment; this scope may not create or change it. It may rely on it unchanged.",
-                res.adapter, res.key
-            ),
-        )
-        .with("owner", owner.clone())
-        .with("resource", json!({ "adapter": res.adapter, "key": res.key, "provider": res.provider })));
+        return Err(owned_by_other(res, owner));
     }
     let mut facts = Map::new();
     facts.insert("relation".into(), json!("foreign"));
@@ -350,6 +349,19 @@ pub fn check(
     }
     facts.insert("adopted".into(), json!(true));
     serde_json::to_value(written(&r, Vec::new(), facts)?).map_err(|e| CoreError::internal(e.to_string()))
+}
+
+/// `OWNED_BY_OTHER_SCOPE`: `res` belongs to scope `owner` of the environment (details `owner`, `resource`).
+pub fn owned_by_other(res: &Resource, owner: &str) -> CoreError {
+    CoreError::new(
+        ErrorCode::OwnedByOtherScope,
+        format!(
+            "{} `{}` is managed by scope `{owner}` in this environment; this scope may not create or change it. It may rely on it unchanged.",
+            res.adapter, res.key
+        ),
+    )
+    .with("owner", owner)
+    .with("resource", res.to_value())
 }
 
 /// `run-finish`: the run's final receipt (fenced): `status` (`complete`, `failed`, or `cancelled` after a
@@ -407,9 +419,10 @@ pub fn handover(
     let Some(mut r) = read_receipt(cell)? else {
         return written_nothing("moved");
     };
-    let before = r.ledger.len();
-    r.ledger.retain(|e| !successor_ledger.contains(&e.identity()));
-    let moved = before - r.ledger.len();
+    let (gone, kept): (Vec<LedgerEntry>, Vec<LedgerEntry>) =
+        std::mem::take(&mut r.ledger).into_iter().partition(|e| successor_ledger.contains(&e.identity()));
+    r.ledger = kept;
+    let moved = gone.len();
     if moved == 0 {
         return written_nothing("moved");
     }
@@ -419,6 +432,10 @@ pub fn handover(
     r.set("supersededBy", successor);
     let mut facts = Map::new();
     facts.insert("moved".into(), json!(moved));
+    // Their claims move next (`claim-move`, core/src/claims), while this lock is still held.
+    let resources: Vec<Value> =
+        gone.iter().map(|e| json!({ "adapter": e.adapter, "key": e.key, "provider": e.provider })).collect();
+    facts.insert("movedResources".into(), json!(resources));
     written(&r, Vec::new(), facts)
 }
 
@@ -485,6 +502,15 @@ pub fn status(cell: &Cell, now: UnixMs, others: &[OtherScope], predecessor: Opti
         }
     };
     let pending_handover = !pending.is_empty();
+    let conflicts = crate::claims::conflicts(&cell.scope, receipt.as_ref(), others, predecessor);
+    for c in &conflicts {
+        warnings.push(format!(
+            "Conflict: {} `{}` is listed as owned by this scope and by {}. Two scopes cannot both own it: decide which one does, and `baton ledger forget` it in the other.",
+            c.resource.adapter,
+            c.resource.key,
+            c.scopes.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        ));
+    }
     Ok(json!({
         "lock": lock.as_ref().map(|l| {
             let mut v = l.to_value();
@@ -501,6 +527,7 @@ pub fn status(cell: &Cell, now: UnixMs, others: &[OtherScope], predecessor: Opti
         "predecessor": predecessor,
         "handoverPending": pending_handover,
         "foreignCount": foreign_map(&cell.scope, predecessor, others).len(),
+        "conflicts": conflicts,
         "warnings": warnings,
     }))
 }

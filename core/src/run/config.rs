@@ -129,9 +129,10 @@ impl RunConfig {
             }
             _ => {
                 let context = self.context.ok_or_else(|| CoreError::usage("a run needs its context (env, scope)"))?;
-                if context.env == PARENT_ENV {
+                if context.env == PARENT_ENV || context.env == crate::claims::CLAIMS_ENV {
                     return Err(CoreError::usage(format!(
-                        "the environment `{PARENT_ENV}` is reserved for parent-object locks; choose another --env"
+                        "the environment `{}` is reserved for baton's own cells (parent-object locks, ownership claims); choose another --env",
+                        context.env
                     )));
                 }
                 (context, None, None)

@@ -34,7 +34,14 @@ pub(super) enum Step {
     DestroyPlan,
     RunFinish,
     HandoverLock,
-    Handover { epoch: Value },
+    Handover {
+        epoch: Value,
+    },
+    /// The handed-over claims still to move (the first is in flight), under the handover's lock.
+    ClaimMove {
+        epoch: Value,
+        rest: Vec<Value>,
+    },
     HandoverRelease,
 }
 

@@ -118,6 +118,7 @@ impl RunMachine {
             (Step::HandoverLock, result) => self.on_handover_lock(result, now),
             (Step::Handover { epoch }, result) => {
                 let pred = self.predecessor.clone().unwrap_or_default();
+                let mut claims = Vec::new();
                 match result {
                     StoreResult::Ok(h) => {
                         let moved = h.get("moved").and_then(Value::as_u64).unwrap_or(0);
@@ -126,17 +127,20 @@ impl RunMachine {
                             "handed over {moved} resource(s) of scope `{pred}` to `{}`",
                             self.cfg.lease.scope
                         ));
+                        claims = h.get("movedResources").and_then(Value::as_array).cloned().unwrap_or_default();
                     }
                     StoreResult::Error(e) => self.handover_failed(&pred, &e),
                 }
-                let holder = self.handover_holder();
-                let cell = self.predecessor_cell();
-                self.store_step(
-                    Step::HandoverRelease,
-                    cell,
-                    "lock-release",
-                    json!({ "holder": holder, "epoch": epoch }),
-                );
+                self.move_claims(epoch, claims);
+            }
+            (Step::ClaimMove { epoch, rest }, result) => {
+                if let StoreResult::Error(e) = result {
+                    // The handover landed; the claim still names the branch, whose ledger no longer lists it:
+                    // the successor's ledger owns it (claims rule 1) and its next claim moves it.
+                    let why = e.get("message").and_then(Value::as_str).unwrap_or("unknown error");
+                    self.warn(format!("Could not move an ownership claim to `{}`: {why}", self.cfg.lease.scope));
+                }
+                self.move_claims(epoch, rest);
             }
             (Step::HandoverRelease, _) => self.after_finish(now),
         }
@@ -236,6 +240,36 @@ impl RunMachine {
                 self.after_finish(now);
             }
         }
+    }
+
+    /// The next handed-over claim to move to this run's scope (`claim-move`), or, when none is left, the
+    /// release of the handover's lock.
+    pub(super) fn move_claims(&mut self, epoch: Value, mut claims: Vec<Value>) {
+        if claims.is_empty() {
+            let holder = self.handover_holder();
+            let cell = self.predecessor_cell();
+            return self.store_step(
+                Step::HandoverRelease,
+                cell,
+                "lock-release",
+                json!({ "holder": holder, "epoch": epoch }),
+            );
+        }
+        let resource = claims.remove(0);
+        let env = self.cfg.lease.env.clone();
+        let text = |k: &str| resource.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let provider = resource.get("provider").cloned().unwrap_or_else(|| json!({}));
+        let (claims_env, scope) = crate::claims::claim_cell(&env, &text("adapter"), &provider, &text("key"));
+        let request = json!({
+            "env": env,
+            "from": self.predecessor.clone().unwrap_or_default(),
+            "to": self.cfg.lease.scope,
+            "holder": self.holder(),
+            "epoch": self.epoch(),
+            "resource": resource,
+        });
+        let cell = Some(CellRef { env: claims_env, scope });
+        self.store_step(Step::ClaimMove { epoch, rest: claims }, cell, "claim-move", request);
     }
 
     pub(super) fn handover_failed(&mut self, pred: &str, e: &Map<String, Value>) {

@@ -382,11 +382,24 @@ fn a_pull_request_inherits_and_takes_over_after_success() {
     w2.end_work(&mut p, WorkEnd::Exited { code: 0 });
     assert_eq!(
         w2.ops(),
-        ["lock-acquire", "run-begin", "run-finish", "lock-acquire", "handover", "lock-release", "lock-release"]
+        [
+            "lock-acquire",
+            "run-begin",
+            "run-finish",
+            "lock-acquire",
+            "handover",
+            "claim-move",
+            "lock-release",
+            "lock-release"
+        ]
     );
     let v = w2.verdict();
     assert!(v.ok, "{v:?}");
     assert_eq!(v.fields["handedOver"], 1);
+    // The claim of what was handed over names the pull request now.
+    let (env, scope) = crate::claims::claim_cell("preview", "vercel", &json!({}), "env:A");
+    let claim: Value = serde_json::from_str(&w2.file(&env, &scope, "claim.json").unwrap()).unwrap();
+    assert_eq!((claim["scope"].as_str(), claim["epoch"].as_u64()), (Some("pr-7"), Some(1)), "{claim}");
     let branch = w2.receipt("preview", "branch-feat-x");
     assert_eq!(branch["supersededBy"], "pr-7");
     assert_eq!(branch["ledger"].as_array().map(Vec::len), Some(0));

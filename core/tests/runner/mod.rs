@@ -69,8 +69,11 @@ pub(crate) struct Outcome {
 
 /// The ownership ops whose request takes a cell (`succession`, `parent-cell`, `approval`, `receipt-parse`
 /// and `scope-names` take none).
-const CELL_OPS: [&str; 10] = [
+const CELL_OPS: [&str; 13] = [
     "fenced-write",
+    "claim-take",
+    "claim-free",
+    "claim-move",
     "run-begin",
     "run-finish",
     "ledger-intend",

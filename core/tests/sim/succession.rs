@@ -15,24 +15,39 @@
 //! and sometimes a lost reply (committed or not); `start-work` starts the adapter with the exported holder
 //! and epoch; `signal` signals it; its exit is reported with `work_ended`; `done` ends the run.
 //!
+//! The store holds the scope cells and one claim cell per key of the pool (`_claims/<hash>`,
+//! `claims::claim_cell(ENV, "fake", {}, "k<n>")`), with the same latency, lost replies and crashes: the
+//! machine's `claim-move` after a handover and the adapter's claim transactions run on them.
+//!
 //! The adapter is the command's part, unchanged from a real command calling `baton ledger ...`: 1-3
 //! actions on keys drawn from a pool of 2-5 shared by all scopes, each a fenced ledger call made with the
-//! epoch the machine exported: *create* (list every scope's `latest.json`, `ledger-check change=true`
-//! against that listing with the predecessor `succession` names; on `OWNED_BY_OTHER_SCOPE` skip, on an own
-//! intent claim it with `ledger-record`, on an owned entry do nothing, else `ledger-intend`, the provider's
-//! create, `ledger-record`), *rely* (on a resource that exists: list, `ledger-check change=false`, which
-//! records a foreign one as `adopted`) or *forget* (delete one its receipt lists, then `ledger-forget`); a
-//! destroy's adapter deletes and forgets each resource of the machine's delete list. It exits 0, or 1 when a
-//! step failed or the command fails by plan. On SIGINT/SIGTERM it stops after a delay, unless it traps
-//! them (then only the machine's SIGKILL ends it); a call it already sent still commits.
+//! epoch the machine exported: *create*, *rely* or *forget*.
+//! - *create*: list every scope's `latest.json`, `ledger-check change=true` against that listing with the
+//!   predecessor `succession` names (on `OWNED_BY_OTHER_SCOPE` skip; on an owned entry do nothing; on an
+//!   own intent left by a crashed run go straight to the record below); then `baton ledger intend`: a
+//!   `claim-take` on the key's claim cell, whose needs it satisfies and asks again, each a store round trip
+//!   with no think time between (`others`: a fresh listing; `facts`: a read of the claiming scope's cell,
+//!   `claim-facts`), at most 8 takes (then `STORE_CONTENDED`, the step fails), as `host-native`'s
+//!   `claim::take` does; `OWNED_BY_OTHER_SCOPE` from it is a refusal like the check's (skip); then
+//!   `ledger-intend`. Then the provider's create, and `baton ledger record`: `claim-take` again (normally
+//!   `held`: one round trip; a refusal fails the step) and `ledger-record`. Not modelled: the read-only
+//!   take that `ledger check --change` also makes (it decides nothing the take after it does not).
+//! - *rely* (on a resource that exists): list, `ledger-check change=false`, which records a foreign one as
+//!   `adopted`; no claim (adoption claims nothing).
+//! - *forget*: delete one its receipt lists, then `ledger-forget`, then `claim-free`.
+//!
+//! A destroy's adapter deletes, forgets and frees each resource of the machine's delete list. It exits 0,
+//! or 1 when a step failed or the command fails by plan. On SIGINT/SIGTERM it stops after a delay, unless
+//! it traps them (then only the machine's SIGKILL ends it); a call it already sent still commits.
 //!
 //! The provider is modelled per key: a resource exists from its create (an upsert, just before
 //! `ledger-record`) until a delete (just before `ledger-forget`).
 //!
 //! Faults: store latency (sometimes beyond the TTL), lost replies, slow provider calls between steps,
 //! freezes of a run's host (sometimes beyond the TTL: the lease is taken over and the frozen run's later
-//! writes are refused), crashes (the machine is dropped mid-flight, its command dies with it; anywhere, or
-//! right after an intent landed, leaving it), clock skew within the lease margin, and cancellation (SIGINT
+//! writes are refused), crashes (the machine is dropped mid-flight, its command dies with it; anywhere,
+//! right after an intent landed, leaving it, or between a claim and its intent, leaving a claim that is
+//! stale once the scope's lock moves on), clock skew within the lease margin, and cancellation (SIGINT
 //! or SIGTERM to the host, sometimes followed by SIGTERM as CI runners do; mostly while the command runs,
 //! sometimes before it started). An adapter that thaws from a freeze may act before its host does: a
 //! provider create it then makes after its lease ended ("zombie") is fenced by nothing; it is counted, and
@@ -40,13 +55,23 @@
 //!
 //! Invariants (a failure names the invariant, the seed and a trace; positions `#n` count receipt writes):
 //! - S1 exactly one owner. Whenever a scope starts listing a resource as owned (`baton` or `intent`) while
-//!   another scope lists it too, it must be allowed: the PR creating or inheriting what its predecessor
-//!   lists (pending until a handover); a *blind* race, where the creating run's `ledger-check` read a
-//!   listing taken before the other scope's claim (check and intent are transactions on different cells,
-//!   so nothing excludes two scopes; counted); a PR inheriting what its predecessor already shared with
-//!   another scope (counted). A create whose listing already showed the other claim fails S1. After every
-//!   committed handover the branch lists none of the identities handed over; then and at the end every
-//!   resource listed by two scopes is one of the allowed pairs.
+//!   another scope lists it too, it must be the one allowed pair: the PR creating or inheriting what its
+//!   predecessor lists, or the branch re-creating what the PR holds a copy of inherited from the branch
+//!   (`inheritedFrom`: run-begin copied a receipt read before the branch forgot it; the core reads such a
+//!   copy as the branch's while the branch lists it); pending until a handover. Anything else fails,
+//!   blind races included (the
+//!   creating run's `ledger-check` read a listing taken before the other scope's intent: the claim must
+//!   refuse one of them; `Sabotage::NoClaims` shows these), and so does a PR inheriting what another scope
+//!   owns. After every committed handover the branch lists none of the identities handed over; then and
+//!   at the end every resource listed by two scopes is the allowed pair. On the claims, after every
+//!   receipt or claim write: a claim that names a scope whose ledger does not list the key (the claimer
+//!   is about to write its intent, or died before it) coexists with no other scope's ledger owning the
+//!   key, except for two states of the claim naming the branch while the PR owns the key: the claim
+//!   *lags* (the branch's ledger lost the key by a handover to the PR, or by its own forget while the PR
+//!   lists its inherited copy, and nothing wrote the claim since: the machine's `claim-move` or the
+//!   adapter's `claim-free` is on its way, or failed, and then the claim is stale, the branch's lock
+//!   having moved on, and the PR's next take moves it), or the PR's entry is a copy inherited from the
+//!   branch, which the branch is re-creating (the allowed pair above follows).
 //! - S2 nothing lost. A resource a handover takes out of the branch is owned afterwards (by the PR, or by
 //!   the other party of a blind race), unless it no longer exists (the PR deleted it); at the end every
 //!   resource that exists is owned by some scope (intents left by crashed runs count).
@@ -94,6 +119,19 @@ pub(crate) const BRANCH: usize = 0;
 pub(crate) const PR7: usize = 1;
 pub(crate) const PR8: usize = 2;
 pub(crate) const MAX_KEYS: usize = 5;
+/// The claim cells (`_claims/<hash>`, one per key of the pool) follow the scope cells: key `k`'s is
+/// `cells[CLAIM0 + k]`.
+pub(crate) const CLAIM0: usize = CELLS.len();
+/// Every cell of the simulated store.
+pub(crate) const ALL_CELLS: usize = CLAIM0 + MAX_KEYS;
+
+/// How a trace names cell `c`.
+pub(crate) fn cell_name(c: usize) -> String {
+    match CELLS.get(c) {
+        Some(s) => (*s).to_owned(),
+        None => format!("_claims(k{})", c - CLAIM0),
+    }
+}
 
 /// A deliberate defect, to prove that the checks can fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,6 +156,9 @@ pub(crate) enum Sabotage {
     /// The host carries out the machine's SIGKILL a TTL late (C3, or C2 for a cancel, must catch the
     /// command that outlives its grace).
     LateKill,
+    /// The adapter skips `claim-take` (before the intent and before the record): only the check's listing
+    /// stands between two scopes creating one key at once (S1 must catch the blind race's second owner).
+    NoClaims,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +197,8 @@ pub(crate) struct RunPlan {
     pub(crate) crash_at: Option<u64>,
     /// Crashes as soon as its first intent is acknowledged (the provider create never happens).
     pub(crate) crash_after_intend: bool,
+    /// Crashes as soon as its first claim is acknowledged (taken or re-stamped), before its intent.
+    pub(crate) crash_after_claim: bool,
     pub(crate) pause: Option<(u64, u64)>,
     /// The command traps SIGINT and SIGTERM: only SIGKILL ends it early.
     pub(crate) traps: bool,
@@ -182,8 +225,6 @@ pub(crate) struct SuccessionPlan {
     pub(crate) strict: bool,
     /// Whether the known deviation of a late cancel (see `Counters::late_cancel_verdicts`) fails the schedule.
     pub(crate) strict_cancel: bool,
-    /// Whether blind races (two owners that neither check could see) fail the schedule, to show one.
-    pub(crate) strict_races: bool,
     pub(crate) horizon: u64,
 }
 
@@ -222,6 +263,7 @@ impl SuccessionPlan {
         let n = rng.range(3, 5) as usize;
         // The cancellation faults draw from their own stream: the rest of a seed's schedule stays as it was.
         let mut crng = Rng::new(seed, 23);
+        let mut krng = Rng::new(seed, 24);
         let cancel_grace = crng.range(ttl / 4, 2 * ttl);
         let mut runs = Vec::with_capacity(n);
         for i in 0..n {
@@ -252,6 +294,7 @@ impl SuccessionPlan {
                 stop_delay: rng.range(0, 50),
                 crash_at: None,
                 crash_after_intend: false,
+                crash_after_claim: false,
                 pause: None,
                 traps: crng.chance(300),
                 cancel: None,
@@ -261,6 +304,8 @@ impl SuccessionPlan {
                     run.crash_at = Some(start + rng.range(0, 4 * ttl));
                 }
                 run.crash_after_intend = rng.chance(80);
+                // From its own stream, so that the rest of a seed's schedule stays as it was.
+                run.crash_after_claim = krng.chance(60);
                 if rng.chance(200) {
                     let dur = match rng.below(10) {
                         0..=4 => rng.range(20, ttl / 3),
@@ -295,7 +340,6 @@ impl SuccessionPlan {
             sabotage: Sabotage::None,
             strict: false,
             strict_cancel: false,
-            strict_races: false,
             horizon: 0,
         };
         plan.horizon = plan.compute_horizon();
@@ -357,9 +401,35 @@ pub(crate) struct Counters {
     pub(crate) moved: u64,
     pub(crate) inherited: u64,
     pub(crate) pending_pairs: u64,
-    pub(crate) create_races: u64,
-    pub(crate) inherited_doubles: u64,
     pub(crate) phantom_moves: u64,
+    /// `claim-take` decisions: taken (no claim before), taken from a stale claim, re-stamped (the scope's
+    /// own claim at another epoch), held (already this run's), inherited (the predecessor's); refusals
+    /// (`OWNED_BY_OTHER_SCOPE`): by another scope's ledger, by a live claim whose scope does not list it yet;
+    /// the needs answered (a listing, a claimer's facts); takes given up after 8 rounds (`STORE_CONTENDED`).
+    pub(crate) claims_taken: u64,
+    pub(crate) stale_claims_taken: u64,
+    pub(crate) claims_restamped: u64,
+    pub(crate) claims_held: u64,
+    pub(crate) claims_inherited: u64,
+    pub(crate) refused_by_ledger: u64,
+    pub(crate) refused_by_live_claim: u64,
+    pub(crate) claim_listings: u64,
+    pub(crate) claim_facts_read: u64,
+    pub(crate) takes_contended: u64,
+    /// `claim-free` after a forget: freed, left (not this scope's, or already gone).
+    pub(crate) claims_freed: u64,
+    pub(crate) frees_noop: u64,
+    /// The machine's `claim-move` after a handover: moved, left (a third scope's claim), failed (no reply).
+    pub(crate) claims_moved: u64,
+    pub(crate) claim_moves_left: u64,
+    pub(crate) claim_moves_failed: u64,
+    /// Observations of a claim still naming the branch after a handover gave its ledger entry to the PR
+    /// (allowed until the claim is written again; see `succession_checks.rs`).
+    pub(crate) lagging_claims_seen: u64,
+    /// Observations of a claim naming the branch (about to re-create a key it forgot) while the PR lists a
+    /// copy of it inherited from the branch.
+    pub(crate) claims_beside_copies: u64,
+    pub(crate) crashes_after_claim: u64,
     pub(crate) intents_left: u64,
     pub(crate) lost_replies: u64,
     pub(crate) failed_commits: u64,
@@ -395,20 +465,11 @@ pub(crate) struct Counters {
     /// `cancelled`") although the final receipt says `complete` or `failed`. Fails when `strict_cancel`.
     pub(crate) late_cancel_verdicts: u64,
     pub(crate) first_late_cancel_seed: u64,
-    /// The first seed that showed a blind create race, an inherited double (`u64::MAX`: none).
-    pub(crate) first_race_seed: u64,
-    pub(crate) first_inherited_double_seed: u64,
 }
 
 impl Counters {
     pub(crate) fn new() -> Self {
-        Self {
-            first_race_seed: u64::MAX,
-            first_inherited_double_seed: u64::MAX,
-            first_adopted_handover_seed: u64::MAX,
-            first_late_cancel_seed: u64::MAX,
-            ..Self::default()
-        }
+        Self { first_adopted_handover_seed: u64::MAX, first_late_cancel_seed: u64::MAX, ..Self::default() }
     }
 
     pub(crate) fn add(&mut self, o: &Self) {
@@ -446,9 +507,25 @@ impl Counters {
             moved,
             inherited,
             pending_pairs,
-            create_races,
-            inherited_doubles,
             phantom_moves,
+            claims_taken,
+            stale_claims_taken,
+            claims_restamped,
+            claims_held,
+            claims_inherited,
+            refused_by_ledger,
+            refused_by_live_claim,
+            claim_listings,
+            claim_facts_read,
+            takes_contended,
+            claims_freed,
+            frees_noop,
+            claims_moved,
+            claim_moves_left,
+            claim_moves_failed,
+            lagging_claims_seen,
+            claims_beside_copies,
+            crashes_after_claim,
             intents_left,
             lost_replies,
             failed_commits,
@@ -475,8 +552,6 @@ impl Counters {
         );
         self.first_late_cancel_seed = self.first_late_cancel_seed.min(o.first_late_cancel_seed);
         self.first_adopted_handover_seed = self.first_adopted_handover_seed.min(o.first_adopted_handover_seed);
-        self.first_race_seed = self.first_race_seed.min(o.first_race_seed);
-        self.first_inherited_double_seed = self.first_inherited_double_seed.min(o.first_inherited_double_seed);
     }
 }
 

@@ -1,10 +1,11 @@
 //! The succession invariants (S1-S3, C1, C2, liveness), checked as writes land and when runs end. See
 //! `succession.rs` for what each promises.
 
-use super::succession::{BRANCH, C1, C2, C3, LATEST, LIVE, MAX_KEYS, PR7, PR8, S1, S2, S3, SCOPES};
+use super::succession::{BRANCH, C1, C2, C3, CLAIM0, HOST, LATEST, LIVE, MAX_KEYS, PR7, PR8, S1, S2, S3, SCOPES};
 use super::succession_host::{Moment, Op, Work, World};
 use super::world::Failure;
 use baton_core::cell::Change;
+use baton_core::claims;
 use baton_core::lock;
 use serde_json::Value;
 
@@ -49,6 +50,17 @@ pub(crate) fn kinds_of(receipt: &Value) -> [u8; MAX_KEYS] {
                 Some("intent") => INTENT,
                 _ => OWNED,
             };
+        }
+    }
+    out
+}
+
+/// Per key: whether the receipt lists it as a copy inherited from the branch (`inheritedFrom`).
+pub(crate) fn inherited_of(receipt: &Value) -> [bool; MAX_KEYS] {
+    let mut out = [false; MAX_KEYS];
+    for e in receipt.get("ledger").and_then(Value::as_array).into_iter().flatten() {
+        if let Some(k) = key_of(e) {
+            out[k] = e.get("inheritedFrom").and_then(Value::as_str) == Some(SCOPES[BRANCH]);
         }
     }
     out
@@ -107,6 +119,9 @@ impl World<'_> {
         let old = self.kinds[c];
         let new = if skip_write { old } else { kinds_of(receipt) };
         self.kinds[c] = new;
+        if !skip_write {
+            self.copies[c] = inherited_of(receipt);
+        }
         self.note_write(r, op.name(), c, encode(&new), seq);
         let create = matches!(op, Op::Intend(_) | Op::Record(_));
         match op {
@@ -118,6 +133,11 @@ impl World<'_> {
             let (was, is) = (owns(old[k]), owns(new[k]));
             if is && create && op.key() == Some(k as u8) {
                 self.claimed_by[c][k] = seq;
+            }
+            if was && !is && self.claim_of[k] == Some(c) {
+                // The claim's own scope stopped listing it: the handover's `claim-move` (under the same
+                // lock) or the forget's `claim-free` follows; until then the claim lags.
+                self.lagging[k] = matches!(op, Op::Handover { .. } | Op::Forget(_));
             }
             if is && !was {
                 self.claim(r, c, k, op, seq)?;
@@ -138,7 +158,62 @@ impl World<'_> {
                 }
             }
         }
+        self.check_claims("after a receipt write")?;
         Ok(seq)
+    }
+
+    /// A write landed on claim cell `c`: the claim it names now, then the claim check.
+    pub(crate) fn claim_landed(&mut self, c: usize) -> Result<(), Failure> {
+        let k = c - CLAIM0;
+        let scope = match claims::read_claim(&self.cells[c]) {
+            Ok(Some(claim)) => match SCOPES.iter().position(|s| *s == claim.scope) {
+                Some(s) => Some(s),
+                None => return Err(self.fail(HOST, format!("the claim of k{k} names `{}`", claim.scope))),
+            },
+            Ok(None) => None,
+            Err(e) => return Err(self.fail(HOST, format!("the claim of k{k} does not read: {e}"))),
+        };
+        self.claim_of[k] = scope;
+        self.lagging[k] = false;
+        self.check_claims("after a claim write")
+    }
+
+    /// S1 on the claims: a claim names a scope whose ledger does not list the key only while no other
+    /// scope's ledger owns it (the claimer is about to write its intent, or died before it), except for
+    /// the lag the protocol has between a ledger write and the claim write that follows it on another
+    /// cell: the branch's ledger lost the key (a handover gave it to the PR, or the branch forgot it while
+    /// the PR still lists its inherited copy) and the claim was not written since (the machine's
+    /// `claim-move` or the adapter's `claim-free` is on its way, or failed: the claim is then stale and
+    /// the PR's next take moves it).
+    #[allow(clippy::needless_range_loop)] // `t` indexes several per-scope tables.
+    pub(crate) fn check_claims(&mut self, when: &str) -> Result<(), Failure> {
+        for k in 0..usize::from(self.plan.keys) {
+            let Some(s) = self.claim_of[k] else { continue };
+            if owns(self.kinds[s][k]) {
+                continue;
+            }
+            for t in 0..3 {
+                if t == s || !owns(self.kinds[t][k]) {
+                    continue;
+                }
+                if s == BRANCH && t == PR7 && self.lagging[k] {
+                    self.c.lagging_claims_seen += 1;
+                    continue;
+                }
+                if s == BRANCH && t == PR7 && self.copies[PR7][k] {
+                    // The PR's copy of what the branch listed, while the branch re-creates it (the pair
+                    // that follows is the pending one): the PR's copy is the branch's by the core's rule.
+                    self.c.claims_beside_copies += 1;
+                    continue;
+                }
+                let detail = format!(
+                    "{when}: the claim of k{k} names {}, whose ledger does not list it, while {} owns it (since #{})",
+                    SCOPES[s], SCOPES[t], self.since[t][k]
+                );
+                return Err(self.fail(S1, detail));
+            }
+        }
+        Ok(())
     }
 
     /// Scope `c` starts listing key `k` as owned: S1 against every other scope that lists it.
@@ -156,34 +231,32 @@ impl World<'_> {
             if t == c || !owns(self.kinds[t][k]) {
                 continue;
             }
-            if c == PR7 && t == BRANCH {
-                // The PR created or inherited what its predecessor lists: pending until a handover.
+            // The PR created or inherited what its predecessor lists, or the branch lists what the PR holds
+            // a copy of (inherited from a receipt read before the branch forgot it): pending until a
+            // handover. The core's rule reads the PR's copy as the branch's while the branch lists it.
+            if (c == PR7 && t == BRANCH) || (c == BRANCH && t == PR7 && self.copies[PR7][k]) {
                 self.c.pending_pairs += 1;
-            } else if inherit {
-                // The predecessor shared it with `t` already (a race counted when it began).
-                self.c.inherited_doubles += 1;
-                self.c.first_inherited_double_seed = self.c.first_inherited_double_seed.min(self.plan.seed);
+                self.excuse[c][k] |= 1 << t;
+                continue;
+            }
+            let (name, scope, other, since) = (op.name(), SCOPES[c], SCOPES[t], self.since[t][k]);
+            let detail = if inherit {
+                format!(
+                    "run-begin of run-{r} made {scope} inherit k{k} (#{seq}) from {}, while {other} owns it (since #{since})",
+                    SCOPES[BRANCH]
+                )
             } else {
                 let evidence = self.runs[r].list_seq;
-                let seen = self.since[t][k] <= evidence;
-                if seen || self.plan.strict_races {
-                    let (name, scope, other, since) = (op.name(), SCOPES[c], SCOPES[t], self.since[t][k]);
-                    let detail = if seen {
-                        format!(
-                            "{name} of run-{r} made {scope} list k{k} (#{seq}), whose ledger-check read a listing (#{evidence}) in which {other} already listed it (since #{since})"
-                        )
-                    } else {
-                        format!(
-                            "blind create race (failed because BATON_SIM_SUCCESSION_STRICT=2): {name} of run-{r} made {scope} list k{k} (#{seq}); its ledger-check read a listing (#{evidence}) taken before {other} claimed it (#{since})"
-                        )
-                    };
-                    return Err(self.fail(S1, detail));
-                }
-                // Blind: the check's listing was taken before the other scope's claim.
-                self.c.create_races += 1;
-                self.c.first_race_seed = self.c.first_race_seed.min(self.plan.seed);
-            }
-            self.excuse[c][k] |= 1 << t;
+                let how = if since <= evidence {
+                    "already listed it"
+                } else {
+                    "did not list it yet (a blind race: the claim must refuse one of them)"
+                };
+                format!(
+                    "{name} of run-{r} made {scope} list k{k} (#{seq}) while {other} owns it (since #{since}); the listing its ledger-check read (#{evidence}) {how}"
+                )
+            };
+            return Err(self.fail(S1, detail));
         }
         Ok(())
     }

@@ -3,12 +3,13 @@
 //! ledger calls are the command's own (`baton ledger ...` in a real command), made through their Rust
 //! functions.
 
-use super::succession::{Act, BRANCH, HOST, LATEST, MAX_KEYS, PR7, PR8, SCOPES, Sabotage};
+use super::succession::{Act, BRANCH, CLAIM0, ENV, HOST, LATEST, MAX_KEYS, PR7, PR8, SCOPES, Sabotage};
 use super::succession_checks::{INTENT, NONE, OWNED, key_of, kinds_of, owns};
 use super::succession_host::{Ev, Op, What, Work, World};
 use super::world::Failure;
 use baton_core::CoreError;
 use baton_core::cell::Change;
+use baton_core::claims::{self, ClaimFacts, TakeRequest};
 use baton_core::lock;
 use baton_core::ownership::{self, OtherScope, Resource};
 use baton_core::run::{WorkEnd, WorkSignal};
@@ -18,8 +19,42 @@ use std::collections::BTreeMap;
 #[derive(Debug)]
 pub(crate) enum Reply {
     List(Vec<OtherScope>, u64),
-    Written { receipt: Value, facts: Map<String, Value> },
+    Written {
+        receipt: Value,
+        facts: Map<String, Value>,
+    },
+    /// `claim-take` needs something first.
+    Need(Need),
+    /// `claim-take` decided (`held`, `taken`, `restamped`, `inherited`).
+    Taken(&'static str),
+    /// `claim-facts` read.
+    Facts(ClaimFacts),
+    /// `claim-free` ran.
+    Freed,
 }
+
+/// What a `claim-take` in progress sends next: the take itself, the listing it needs, or a read of the
+/// claiming scope's cell (scope index, claim epoch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Need {
+    #[default]
+    Take,
+    Others,
+    Facts(usize, u64),
+}
+
+/// A `claim-take` in progress, as the CLI's `claim::take` loop keeps it: the needs answered so far and the
+/// takes sent (at most [`MAX_TAKES`], then `STORE_CONTENDED`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct TakeState {
+    pub(crate) others: Option<Vec<OtherScope>>,
+    pub(crate) facts: Option<ClaimFacts>,
+    pub(crate) need: Need,
+    pub(crate) takes: u8,
+}
+
+/// The CLI's (and Node's) `MAX_ROUNDS`.
+const MAX_TAKES: u8 = 8;
 
 pub(crate) type Outcome = Result<Reply, &'static str>;
 
@@ -27,9 +62,11 @@ pub(crate) type Outcome = Result<Reply, &'static str>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Pc {
     Idle,
-    /// Action `i`: list, then check, intend, record; or forget.
+    /// Action `i`: list, then check, claim, intend, claim, record; or forget, free.
     Act(usize, Stage),
     DestroyForget(usize),
+    /// The claim of the destroy's `i`-th resource goes after its forget.
+    DestroyFree(usize),
     Exit,
     Over,
 }
@@ -38,9 +75,15 @@ pub(crate) enum Pc {
 pub(crate) enum Stage {
     List,
     Check,
+    /// `claim-take` with its needs: before the intent (`record` false, the `baton ledger intend`), or
+    /// before the record (the `baton ledger record`, after the provider's create).
+    Take {
+        record: bool,
+    },
     Intend,
     Record,
-    Forget,
+    Forget(u8),
+    Free(u8),
 }
 
 pub(crate) fn resource(key: u8) -> Resource {
@@ -194,6 +237,7 @@ impl World<'_> {
                         continue;
                     };
                     let op = match (act, stage) {
+                        (Act::Forget, Stage::Free(k)) => Op::Free(k),
                         (Act::Forget, _) => {
                             let listed: Vec<u8> = (0..MAX_KEYS as u8).filter(|k| owns(run.view[*k as usize])).collect();
                             if listed.is_empty() {
@@ -201,7 +245,7 @@ impl World<'_> {
                                 continue;
                             }
                             let k = listed[self.rng.below(listed.len() as u64) as usize];
-                            self.runs[r].pc = Pc::Act(i, Stage::Forget);
+                            self.runs[r].pc = Pc::Act(i, Stage::Forget(k));
                             // Deleted at the provider, then forgotten.
                             self.exists[usize::from(k)] = false;
                             self.zombie[usize::from(k)] = false;
@@ -222,7 +266,7 @@ impl World<'_> {
                         (Act::Create(k), Stage::List) if run.view[usize::from(k)] == INTENT => {
                             // An intent left by a crashed run: resolve it (create if missing) and record it.
                             self.c.intents_claimed += 1;
-                            run.pc = Pc::Act(i, Stage::Record);
+                            run.pc = Pc::Act(i, Stage::Take { record: true });
                             continue;
                         }
                         (Act::Rely(k), Stage::List) if run.view[usize::from(k)] != NONE => {
@@ -232,17 +276,40 @@ impl World<'_> {
                         (_, Stage::List) => Op::List,
                         (Act::Create(k), Stage::Check) => Op::Check { key: k, change: true },
                         (Act::Rely(k), Stage::Check) => Op::Check { key: k, change: false },
-                        (Act::Create(k), Stage::Intend) => Op::Intend(k),
-                        (Act::Create(k), Stage::Record) => {
-                            // The provider's create (an upsert) happened before the record; by a zombie
-                            // when the adapter's lease had already ended.
-                            let zombie = self.runs[r].m.fencing_token(self.mono(r)).is_none();
-                            self.exists[usize::from(k)] = true;
-                            self.zombie[usize::from(k)] = zombie;
-                            self.disowned[usize::from(k)] = false;
-                            self.c.zombie_creates += u64::from(zombie);
-                            Op::Record(k)
+                        (Act::Create(k), Stage::Take { record }) => {
+                            if record && run.take.need == Need::Take && run.take.takes == 0 {
+                                // The provider's create (an upsert) comes before `baton ledger record`; by
+                                // a zombie when the adapter's lease had already ended.
+                                let zombie = self.runs[r].m.fencing_token(self.mono(r)).is_none();
+                                self.exists[usize::from(k)] = true;
+                                self.zombie[usize::from(k)] = zombie;
+                                self.disowned[usize::from(k)] = false;
+                                self.c.zombie_creates += u64::from(zombie);
+                            }
+                            let run = &mut self.runs[r];
+                            if plan.sabotage == Sabotage::NoClaims {
+                                run.pc = Pc::Act(i, if record { Stage::Record } else { Stage::Intend });
+                                continue;
+                            }
+                            match run.take.need {
+                                Need::Take if run.take.takes >= MAX_TAKES => {
+                                    // The claim kept changing: `STORE_CONTENDED`, the step failed.
+                                    run.take = TakeState::default();
+                                    run.failed = true;
+                                    run.pc = Pc::Exit;
+                                    self.c.takes_contended += 1;
+                                    continue;
+                                }
+                                Need::Take => {
+                                    run.take.takes += 1;
+                                    Op::Take(k)
+                                }
+                                Need::Others => Op::List,
+                                Need::Facts(scope, epoch) => Op::Facts(k, scope, epoch),
+                            }
                         }
+                        (Act::Create(k), Stage::Intend) => Op::Intend(k),
+                        (Act::Create(k), Stage::Record) => Op::Record(k),
                         (act, stage) => {
                             return Err(self.fail(HOST, format!("run-{r}: no step for {act:?} at {stage:?}")));
                         }
@@ -261,6 +328,11 @@ impl World<'_> {
                     self.work_send(r, Op::Forget(k));
                     return Ok(());
                 }
+                Pc::DestroyFree(i) => {
+                    let k = run.delete[i];
+                    self.work_send(r, Op::Free(k));
+                    return Ok(());
+                }
             }
         }
     }
@@ -275,7 +347,62 @@ impl World<'_> {
             (Pc::DestroyForget(i), Ok(Reply::Written { receipt, .. })) => {
                 let run = &mut self.runs[r];
                 run.view = kinds_of(&receipt);
-                run.pc = Pc::DestroyForget(i + 1);
+                run.pc = Pc::DestroyFree(i);
+            }
+            (Pc::DestroyFree(i), Ok(Reply::Freed)) => self.runs[r].pc = Pc::DestroyForget(i + 1),
+            // A take's need, and its answer: the next round goes out at once (one `baton ledger` call).
+            (Pc::Act(_, Stage::Take { .. }), Ok(Reply::Need(need))) => {
+                self.runs[r].take.need = need;
+                return self.advance(r);
+            }
+            (Pc::Act(_, Stage::Take { .. }), Ok(Reply::List(list, _))) => {
+                self.c.claim_listings += 1;
+                let take = &mut self.runs[r].take;
+                take.others = Some(list);
+                take.need = Need::Take;
+                return self.advance(r);
+            }
+            (Pc::Act(_, Stage::Take { .. }), Ok(Reply::Facts(facts))) => {
+                self.c.claim_facts_read += 1;
+                let take = &mut self.runs[r].take;
+                take.facts = Some(facts);
+                take.need = Need::Take;
+                return self.advance(r);
+            }
+            (Pc::Act(i, Stage::Take { record }), Ok(Reply::Taken(outcome))) => {
+                let run = &mut self.runs[r];
+                run.take = TakeState::default();
+                if record {
+                    run.pc = Pc::Act(i, Stage::Record);
+                } else {
+                    run.pc = Pc::Act(i, Stage::Intend);
+                    run.claims_sent += 1;
+                    if rp.crash_after_claim && run.claims_sent == 1 && matches!(outcome, "taken" | "restamped") {
+                        // Killed between the claim and the intent: the claim is stale once the lock moves on.
+                        self.c.crashes_after_claim += 1;
+                        self.crash(r);
+                        return Ok(());
+                    }
+                }
+            }
+            (Pc::Act(i, Stage::Take { record }), Err("OWNED_BY_OTHER_SCOPE")) => {
+                let k = match rp.acts[i] {
+                    Act::Create(k) | Act::Rely(k) => Some(k),
+                    Act::Forget => None,
+                };
+                let run = &mut self.runs[r];
+                run.take = TakeState::default();
+                if self.plan.sabotage == Sabotage::IgnoreRefusal {
+                    run.pc = Pc::Act(i, if record { Stage::Record } else { Stage::Intend });
+                    self.note(r, What::Decide("creates anyway", k));
+                } else if record {
+                    // `baton ledger record` refused: the command fails (its intent stays for a later run).
+                    run.failed = true;
+                    run.pc = Pc::Exit;
+                } else {
+                    run.pc = next(i);
+                    self.note(r, What::Decide("skips the create of", k));
+                }
             }
             (Pc::Act(i, Stage::List), Ok(Reply::List(list, seq))) => {
                 let run = &mut self.runs[r];
@@ -293,11 +420,11 @@ impl World<'_> {
                 let created_by = facts.get("createdBy").and_then(Value::as_str).unwrap_or("");
                 run.pc = match (create, relation, created_by) {
                     (false, ..) => next(i),
-                    (true, "none", _) => Pc::Act(i, Stage::Intend),
+                    (true, "none", _) => Pc::Act(i, Stage::Take { record: false }),
                     (true, "own" | "inherited", "intent") => {
                         // An intent left by a crashed run: the adapter resolves it and records it.
                         self.c.intents_claimed += 1;
-                        Pc::Act(i, Stage::Record)
+                        Pc::Act(i, Stage::Take { record: true })
                     }
                     (true, "own" | "inherited", _) => next(i),
                     (true, other, _) => {
@@ -324,21 +451,28 @@ impl World<'_> {
                 let run = &mut self.runs[r];
                 run.view = kinds_of(&receipt);
                 run.intents_sent += 1;
-                run.pc = Pc::Act(i, Stage::Record);
+                run.pc = Pc::Act(i, Stage::Take { record: true });
                 if rp.crash_after_intend && run.intents_sent == 1 {
                     self.c.crashes_after_intent += 1;
                     self.crash(r);
                     return Ok(());
                 }
             }
-            (Pc::Act(i, Stage::Record | Stage::Forget), Ok(Reply::Written { receipt, .. })) => {
+            (Pc::Act(i, Stage::Record), Ok(Reply::Written { receipt, .. })) => {
                 let run = &mut self.runs[r];
                 run.view = kinds_of(&receipt);
                 run.pc = next(i);
             }
-            // A step failed: the command exits 1.
-            (Pc::Act(..) | Pc::DestroyForget(_), _) => {
+            (Pc::Act(i, Stage::Forget(k)), Ok(Reply::Written { receipt, .. })) => {
                 let run = &mut self.runs[r];
+                run.view = kinds_of(&receipt);
+                run.pc = Pc::Act(i, Stage::Free(k));
+            }
+            (Pc::Act(i, Stage::Free(_)), Ok(Reply::Freed)) => self.runs[r].pc = next(i),
+            // A step failed: the command exits 1.
+            (Pc::Act(..) | Pc::DestroyForget(_) | Pc::DestroyFree(_), _) => {
+                let run = &mut self.runs[r];
+                run.take = TakeState::default();
                 run.failed = true;
                 run.pc = Pc::Exit;
             }
@@ -388,6 +522,9 @@ impl World<'_> {
         }
         let (mut holder, mut epoch) = self.runs[r].fence.clone();
         let sender = (holder.clone(), epoch);
+        if let Op::Take(_) | Op::Facts(..) | Op::Free(_) = op {
+            return self.claim_exec(r, op, now_ms, sender);
+        }
         if self.plan.sabotage == Sabotage::ForgedFence
             && let Ok(Some(l)) = lock::parse_lock(&self.cells[scope])
         {
@@ -447,5 +584,118 @@ impl World<'_> {
             self.c.adoptions += 1;
         }
         Ok(Ok(Reply::Written { receipt, facts }))
+    }
+}
+
+impl World<'_> {
+    /// The adapter's claim calls (`claim-take`, `claim-facts`, `claim-free`), through their Rust functions,
+    /// as the run (`sender`: the exported holder and epoch) makes them.
+    fn claim_exec(&mut self, r: usize, op: &Op, now_ms: i64, sender: (String, u64)) -> Result<Outcome, Failure> {
+        let scope = self.plan.runs[r].scope;
+        let name = op.name();
+        let fail = |w: &Self, e: CoreError| w.fail(HOST, format!("run-{r}: {name} answered {}: {e}", e.code.as_str()));
+        match *op {
+            Op::Facts(k, s, epoch) => {
+                let facts = claims::facts(&self.cells[s], &resource(k), epoch).map_err(|e| fail(self, e))?;
+                self.note(r, What::Commit { op: name, cell: s, result: "read", fault: "", ledger: 0, seq: 0 });
+                Ok(Ok(Reply::Facts(facts)))
+            }
+            Op::Free(k) => {
+                let c = CLAIM0 + usize::from(k);
+                let answer = claims::free(&self.cells[c], ENV, SCOPES[scope], sender.1, &resource(k))
+                    .map_err(|e| fail(self, e))?;
+                let freed = answer["freed"] == Value::Bool(true);
+                self.c.claims_freed += u64::from(freed);
+                self.c.frees_noop += u64::from(!freed);
+                let result = if freed { "freed" } else { "ok (not this run's claim)" };
+                self.apply_claim(r, c, name, &answer, result)?;
+                Ok(Ok(Reply::Freed))
+            }
+            Op::Take(k) => {
+                let c = CLAIM0 + usize::from(k);
+                let take = std::mem::take(&mut self.runs[r].take);
+                let request = TakeRequest {
+                    env: ENV.into(),
+                    scope: SCOPES[scope].into(),
+                    holder: sender.0,
+                    epoch: sender.1,
+                    resource: resource(k),
+                    predecessor: predecessor(scope).map(str::to_owned),
+                    others: take.others,
+                    facts: take.facts,
+                };
+                let answer = claims::take(&self.cells[c], now_ms, &request);
+                self.runs[r].take = TakeState { others: request.others, facts: request.facts, ..take };
+                let answer = match answer {
+                    Ok(a) => a,
+                    Err(e) if e.code.as_str() == "OWNED_BY_OTHER_SCOPE" => {
+                        let live = e.details.contains_key("claimEpoch");
+                        self.c.refused_by_live_claim += u64::from(live);
+                        self.c.refused_by_ledger += u64::from(!live);
+                        let result = if live { "OWNED_BY_OTHER_SCOPE (a live claim)" } else { "OWNED_BY_OTHER_SCOPE" };
+                        self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
+                        return Ok(Err("OWNED_BY_OTHER_SCOPE"));
+                    }
+                    Err(e) => return Err(fail(self, e)),
+                };
+                if let Some(need) = answer.get("need") {
+                    let need = match need["type"].as_str() {
+                        Some("others") => Need::Others,
+                        Some("facts") => {
+                            let owner = need["cell"]["scope"].as_str().unwrap_or_default();
+                            let Some(s) = SCOPES.iter().position(|x| *x == owner) else {
+                                return Err(self.fail(HOST, format!("run-{r}: claim-take needs facts of {need}")));
+                            };
+                            Need::Facts(s, need["request"]["claimEpoch"].as_u64().unwrap_or(0))
+                        }
+                        _ => return Err(self.fail(HOST, format!("run-{r}: claim-take needs {need}"))),
+                    };
+                    let result = if need == Need::Others { "needs the listing" } else { "needs the claimer's facts" };
+                    self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
+                    return Ok(Ok(Reply::Need(need)));
+                }
+                let stale = answer["claim"].get("takenFrom").is_some();
+                let outcome = match answer["outcome"].as_str() {
+                    Some("held") => "held",
+                    Some("taken") => "taken",
+                    Some("restamped") => "restamped",
+                    Some("inherited") => "inherited",
+                    other => return Err(self.fail(HOST, format!("run-{r}: claim-take decided {other:?}"))),
+                };
+                let counter = match outcome {
+                    "held" => &mut self.c.claims_held,
+                    "taken" if stale => &mut self.c.stale_claims_taken,
+                    "taken" => &mut self.c.claims_taken,
+                    "restamped" => &mut self.c.claims_restamped,
+                    _ => &mut self.c.claims_inherited,
+                };
+                *counter += 1;
+                let result = if stale { "taken (a stale claim)" } else { outcome };
+                self.apply_claim(r, c, name, &answer, result)?;
+                Ok(Ok(Reply::Taken(outcome)))
+            }
+            _ => Err(self.fail(HOST, format!("run-{r}: {name} is not a claim call"))),
+        }
+    }
+
+    /// Applies a claim transaction's `changes` to claim cell `c` (one compare-and-swap at this commit).
+    fn apply_claim(
+        &mut self,
+        r: usize,
+        c: usize,
+        name: &'static str,
+        answer: &Value,
+        result: &'static str,
+    ) -> Result<(), Failure> {
+        let changes: Vec<Change> = match serde_json::from_value(answer["changes"].clone()) {
+            Ok(ch) => ch,
+            Err(e) => return Err(self.fail(HOST, format!("run-{r}: the changes of {name} do not parse: {e}"))),
+        };
+        self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
+        if changes.is_empty() {
+            return Ok(());
+        }
+        self.cells[c].apply(&changes);
+        self.claim_landed(c)
     }
 }

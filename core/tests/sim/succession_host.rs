@@ -5,13 +5,15 @@
 
 use super::rng::Rng;
 use super::succession::{
-    BRANCH, CELLS, Counters, ENV, HOST, LATEST, LIVE, MAX_KEYS, PR7, SCOPES, Sabotage, SuccessionPlan, WALL0,
+    ALL_CELLS, BRANCH, CELLS, CLAIM0, Counters, ENV, HOST, LATEST, LIVE, MAX_KEYS, PR7, SCOPES, Sabotage,
+    SuccessionPlan, WALL0, cell_name,
 };
 use super::succession_checks::{ADOPTED, NONE, encode, key_of, ledger_str};
-use super::succession_command::{Outcome, Pc};
+use super::succession_command::{Outcome, Pc, TakeState};
 use super::world::Failure;
 use baton_core::CoreError;
 use baton_core::cell::{Cell, Change};
+use baton_core::claims;
 use baton_core::lease::{LeaseEvent, StoreResult};
 use baton_core::lock;
 use baton_core::ownership::{OtherScope, RunContext};
@@ -38,6 +40,12 @@ pub(crate) enum Op {
     Intend(u8),
     Record(u8),
     Forget(u8),
+    /// `claim-take` on the key's claim cell, with what the run's take has gathered so far.
+    Take(u8),
+    /// `claim-facts`: a read of the claiming scope's cell (scope index, claim epoch) for a take.
+    Facts(u8, usize, u64),
+    /// `claim-free` on the key's claim cell after a forget.
+    Free(u8),
     Begin,
     DestroyPlan,
     Finish,
@@ -56,6 +64,9 @@ impl Op {
             Self::Intend(_) => "ledger-intend",
             Self::Record(_) => "ledger-record",
             Self::Forget(_) => "ledger-forget",
+            Self::Take(_) => "claim-take",
+            Self::Facts(..) => "claim-facts",
+            Self::Free(_) => "claim-free",
             Self::Begin => "run-begin",
             Self::DestroyPlan => "destroy-plan",
             Self::Finish => "run-finish",
@@ -65,7 +76,13 @@ impl Op {
 
     pub(crate) fn key(&self) -> Option<u8> {
         match self {
-            Self::Check { key, .. } | Self::Intend(key) | Self::Record(key) | Self::Forget(key) => Some(*key),
+            Self::Check { key, .. }
+            | Self::Intend(key)
+            | Self::Record(key)
+            | Self::Forget(key)
+            | Self::Take(key)
+            | Self::Facts(key, ..)
+            | Self::Free(key) => Some(*key),
             _ => None,
         }
     }
@@ -173,6 +190,9 @@ pub(crate) struct Run {
     pub(crate) view: [u8; MAX_KEYS],
     pub(crate) delete: Vec<u8>,
     pub(crate) intents_sent: u32,
+    pub(crate) claims_sent: u32,
+    /// The `claim-take` in progress: its gathered needs and rounds.
+    pub(crate) take: TakeState,
     pub(crate) failed: bool,
 }
 
@@ -211,9 +231,9 @@ impl fmt::Display for Tr {
         let key = |k: Option<u8>| k.map(|k| format!(" k{k}")).unwrap_or_default();
         match &self.what {
             What::Start => write!(f, "start()"),
-            What::Send(op, cell) => write!(f, "machine sends {op} on {}", CELLS[*cell]),
+            What::Send(op, cell) => write!(f, "machine sends {op} on {}", cell_name(*cell)),
             What::Commit { op, cell, result, fault, ledger, seq } => {
-                write!(f, "store commits {op} on {}: {result}", CELLS[*cell])?;
+                write!(f, "store commits {op} on {}: {result}", cell_name(*cell))?;
                 if *seq > 0 {
                     write!(f, " #{seq}, ledger now {}", ledger_str(*ledger))?;
                 }
@@ -248,7 +268,12 @@ pub(crate) struct World<'p> {
     pub(crate) seq: u64,
     pub(crate) heap: BinaryHeap<Reverse<(u64, u64)>>,
     pub(crate) slab: Vec<Option<Ev>>,
-    pub(crate) cells: [Cell; 4],
+    /// The scope cells ([`CELLS`]), then one claim cell per key (`CLAIM0 + k`).
+    pub(crate) cells: Vec<Cell>,
+    /// Per key: the scope its claim names (`None`: no claim), and whether that claim lags: its scope's
+    /// ledger stopped listing the key (handover, forget) and the claim was not written since.
+    pub(crate) claim_of: [Option<usize>; MAX_KEYS],
+    pub(crate) lagging: [bool; MAX_KEYS],
     pub(crate) runs: Vec<Run>,
     /// Commit sequence number of the last receipt write (any cell).
     pub(crate) commits: u64,
@@ -257,6 +282,8 @@ pub(crate) struct World<'p> {
     pub(crate) kinds: [[u8; MAX_KEYS]; 3],
     pub(crate) since: [[u64; MAX_KEYS]; 3],
     pub(crate) excuse: [[u8; MAX_KEYS]; 3],
+    /// Per scope and key: the entry is a copy inherited from the branch (`inheritedFrom`).
+    pub(crate) copies: [[bool; MAX_KEYS]; 3],
     /// Per scope and key: its last create/intent/record (commit number).
     pub(crate) claimed_by: [[u64; MAX_KEYS]; 3],
     /// Per key: whether the resource exists at the provider (an upsert: created before `ledger-record`,
@@ -301,12 +328,24 @@ impl<'p> World<'p> {
             seq: 0,
             heap: BinaryHeap::new(),
             slab: Vec::new(),
-            cells: CELLS.map(|s| Cell { env: ENV.into(), scope: s.into(), ..Cell::default() }),
+            cells: (0..ALL_CELLS)
+                .map(|c| match CELLS.get(c) {
+                    Some(s) => Cell { env: ENV.into(), scope: (*s).into(), ..Cell::default() },
+                    None => {
+                        let key = super::succession_command::resource((c - CLAIM0) as u8);
+                        let (env, scope) = claims::claim_cell(ENV, &key.adapter, &key.provider, &key.key);
+                        Cell { env, scope, ..Cell::default() }
+                    }
+                })
+                .collect(),
+            claim_of: [None; MAX_KEYS],
+            lagging: [false; MAX_KEYS],
             runs: Vec::with_capacity(plan.runs.len()),
             commits: 0,
             kinds: [[NONE; MAX_KEYS]; 3],
             since: [[0; MAX_KEYS]; 3],
             excuse: [[0; MAX_KEYS]; 3],
+            copies: [[false; MAX_KEYS]; 3],
             claimed_by: [[0; MAX_KEYS]; 3],
             exists: [false; MAX_KEYS],
             zombie: [false; MAX_KEYS],
@@ -361,6 +400,8 @@ impl<'p> World<'p> {
                 view: [NONE; MAX_KEYS],
                 delete: Vec::new(),
                 intents_sent: 0,
+                claims_sent: 0,
+                take: TakeState::default(),
                 failed: false,
             });
             w.c.runs += 1;
@@ -688,9 +729,14 @@ impl<'p> World<'p> {
 
     pub(crate) fn cell_index(&self, r: usize, cell: Option<&CellRef>) -> Result<usize, Failure> {
         let Some(cell) = cell else { return Ok(self.plan.runs[r].scope) };
-        match CELLS.iter().position(|s| *s == cell.scope) {
-            Some(c) if cell.env == ENV => Ok(c),
-            _ => Err(self.fail(HOST, format!("run-{r}: a request for cell {}/{}", cell.env, cell.scope))),
+        let found = if cell.env == ENV {
+            CELLS.iter().position(|s| *s == cell.scope)
+        } else {
+            (CLAIM0..ALL_CELLS).find(|&c| self.cells[c].env == cell.env && self.cells[c].scope == cell.scope)
+        };
+        match found {
+            Some(c) => Ok(c),
+            None => Err(self.fail(HOST, format!("run-{r}: a request for cell {}/{}", cell.env, cell.scope))),
         }
     }
 
@@ -729,8 +775,8 @@ impl<'p> World<'p> {
         request: Value,
         kind: Kind,
     ) -> Result<(), Failure> {
-        if c == CELLS.len() - 1 && kind != Kind::Read {
-            return Err(self.fail(HOST, format!("run-{r}: {op} on {}, which never ran", CELLS[c])));
+        if c == CLAIM0 - 1 && kind != Kind::Read {
+            return Err(self.fail(HOST, format!("run-{r}: {op} on {}, which never ran", cell_name(c))));
         }
         let busy = self.runs[r].inflight.values().any(|k| (*k == Kind::Lease) == (kind == Kind::Lease));
         if busy {
@@ -788,6 +834,7 @@ impl<'p> World<'p> {
             // The machine sees the handover fail (counted above when the store refused it).
             let handover_op = op == "handover" || (op == "lock-acquire" && kind == Kind::Step);
             self.c.handovers_failed += u64::from(handover_op && (!commit || matches!(result, StoreResult::Ok(_))));
+            self.c.claim_moves_failed += u64::from(op == "claim-move");
             if commit {
                 self.note(r, What::Commit { op, cell: c, result: "(reply lost)", fault: "", ledger: 0, seq: 0 });
             }
@@ -854,7 +901,7 @@ impl<'p> World<'p> {
             Err(e) => {
                 let code = e.code.as_str();
                 if code == "INTERNAL" || code == "USAGE" {
-                    return Err(self.fail(HOST, format!("run-{r}: {op} on {} answered {code}: {e}", CELLS[c])));
+                    return Err(self.fail(HOST, format!("run-{r}: {op} on {} answered {code}: {e}", cell_name(c))));
                 }
                 self.c.writes_refused += u64::from(receipt_op.is_some() && code == "LOCK_LOST");
                 match (op, kind) {
@@ -876,6 +923,15 @@ impl<'p> World<'p> {
         let Some(receipt_op) = receipt_op else {
             // The lease's and the handover's lock operations.
             self.cells[c].apply(&changes);
+            if op == "claim-move" {
+                let moved = answer["moved"] == json!(true);
+                self.c.claims_moved += u64::from(moved);
+                self.c.claim_moves_left += u64::from(!moved);
+                if !changes.is_empty() {
+                    note(self, "ok");
+                    return self.claim_landed(c).map(|()| StoreResult::Ok(answer));
+                }
+            }
             if op == "lock-acquire" {
                 self.c.grants += 1;
                 self.c.takeovers += u64::from(!answer["preempted"].is_null());

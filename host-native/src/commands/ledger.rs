@@ -1,5 +1,6 @@
 //! `baton ledger ...`, `baton receipt ...` and `baton status`: what a scope owns, and fenced changes to it.
 
+use super::claim::{self, Claimer};
 use super::lock::{Target, data, required_fence, target};
 use crate::cli::{LedgerArgs, ReceiptShowArgs, StatusArgs, TargetArgs};
 use crate::engine::CoreComponent;
@@ -23,6 +24,18 @@ pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome 
     let res = resource(args)?;
     let t = target(core, &args.target)?;
     let id = args.id.clone();
+    // The claim first (intend, record): of two scopes creating one resource, exactly one gets past here.
+    let pred = predecessor(core, &t)?;
+    let who = Claimer {
+        store: &t.store,
+        env: &t.env,
+        scope: &t.scope,
+        holder: &holder,
+        epoch,
+        predecessor: &pred,
+        resource: &res,
+    };
+    let taken = if op == "ledger-forget" { None } else { Some(claim::take(core, &who, false, None)?) };
     // The marker an entry that becomes owned is written with (the core judges it): docs/compatibility.md.
     let marker = std::env::var("BATON_CREATED_BY").ok();
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
@@ -30,7 +43,23 @@ pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome 
             op,
             &json!({ "cell": cell, "holder": holder, "epoch": epoch, "nowMs": now, "resource": res, "id": id, "ownedMarker": marker }),
         )
-    })?;
+    });
+    let answer = match answer {
+        Ok(a) => a,
+        Err(e) => {
+            // Refused (LOCK_LOST, RECEIPT_CORRUPT, ...): a claim this call took is given back, so a run that no
+            // longer holds its lease leaves nothing behind (best effort: a claim left is stale once the
+            // lock moves on, and the ledgers still say who owns what).
+            if taken.as_ref().is_some_and(|c| c["outcome"] == "taken") {
+                let _ = claim::free(core, &who);
+            }
+            return Err(e);
+        }
+    };
+    // The claim goes when the entry went (a claim left by a crash here is stale once the lock moves on).
+    if op == "ledger-forget" {
+        claim::free(core, &who)?;
+    }
     if !args.target.json {
         let verb = op.trim_start_matches("ledger-");
         note(format!("{verb}: {}:{} in {}/{} (epoch {epoch})", args.adapter, args.key, t.env, t.scope));
@@ -63,6 +92,20 @@ pub fn check(core: &mut CoreComponent, args: &LedgerArgs) -> Outcome {
     } else {
         t.store.read(core, &t.env, &t.scope, |core, cell, now| core.invoke("ledger-check", &request(cell, now)))?
     };
+    // A change must also get past the claim (read only here: `ledger intend` takes it).
+    if args.change {
+        let h = holder.clone().unwrap_or_default();
+        let who = Claimer {
+            store: &t.store,
+            env: &t.env,
+            scope: &t.scope,
+            holder: &h,
+            epoch: epoch.unwrap_or(0),
+            predecessor: &pred,
+            resource: &res,
+        };
+        claim::take(core, &who, true, Some(&others))?;
+    }
     if !args.target.json {
         let owner = answer["owner"].as_str().map(|o| format!(" (owned by `{o}`)")).unwrap_or_default();
         note(format!(
@@ -152,6 +195,7 @@ pub fn status(core: &mut CoreComponent, args: &StatusArgs) -> Outcome {
         "predecessor",
         "handoverPending",
         "foreignCount",
+        "conflicts",
         "warnings",
     ] {
         fields.push((k, s[k].clone()));

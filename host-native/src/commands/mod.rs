@@ -1,5 +1,7 @@
 //! One file per command group. Each returns the envelope data (or the error) for `output::finish`.
 
+pub mod claim;
+pub mod gc;
 pub mod ledger;
 pub mod lock;
 pub mod run;

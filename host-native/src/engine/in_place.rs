@@ -19,7 +19,7 @@ struct PageAligned<T: ?Sized>(T);
 /// The precompiled core, in the binary's executable text (`.text.*` output sections are mapped R+X).
 #[allow(unsafe_code)]
 #[unsafe(link_section = ".text.baton_core_precompiled")]
-static IN_TEXT: PageAligned<[u8; super::PRECOMPILED.len()]> =
+static IN_TEXT: PageAligned<[u8; include_bytes!(concat!(env!("OUT_DIR"), "/baton-core.cwasm")).len()]> =
     PageAligned(*include_bytes!(concat!(env!("OUT_DIR"), "/baton-core.cwasm")));
 
 /// Code memory for code that is executable already: publishing (and unpublishing, on drop) checks that

@@ -1,0 +1,336 @@
+'use strict';
+/**
+ * The dir store (`dir:<path>`, docs/dir-store.md): one directory per cell, one mutex-protected transaction
+ * per operation. The core makes every decision; this file loads snapshots and commits the changes (a state
+ * file the snapshot lacked is created with link(2), so a lock the original tool created meanwhile, without
+ * the mutex, is never replaced).
+ */
+const fs = require('node:fs/promises');
+const path = require('node:path');
+const { randomBytes } = require('node:crypto');
+const { BatonError } = require('./errors.cjs');
+const { call, hostError } = require('./core.cjs');
+const { takeMutex, releaseMutex } = require('./mutex.cjs');
+const { repoRoot, originUrl } = require('./git.cjs');
+const { CellStore } = require('./cell-store.cjs');
+
+/**
+ * A BatonError for a failed file operation, classified by the core (`io-error`, as the native host does):
+ * access denied or a read-only file system is STORE_PERMISSION, a full disk STORE_REJECTED, a file where a
+ * directory should be USAGE, anything else INTERNAL, each with the core's fix-it text.
+ */
+function ioError(e) {
+  if (e instanceof BatonError) return e;
+  const errno = e && typeof e.code === 'string' ? e.code : null;
+  const { code, message } = call('io-error', { errno, what: 'The dir store failed', detail: e && e.message ? e.message : String(e) });
+  return hostError(code, message, { errno, path: e && e.path }, e);
+}
+
+/**
+ * Creates `dir` and its missing parents, owner only (0700). A recursive mkdir reports ENOENT where a parent
+ * cannot be created (a read-only file system, no permission): the first missing parent is then created on
+ * its own, which fails with the real reason (EROFS, EACCES) for the caller to classify.
+ */
+async function mkdirOwnerOnly(dir) {
+  try {
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    if (e.code !== 'ENOENT') throw e;
+    let missing = dir;
+    while (path.dirname(missing) !== missing && !(await fs.stat(path.dirname(missing)).then(() => true, () => false))) {
+      missing = path.dirname(missing);
+    }
+    await fs.mkdir(missing, { mode: 0o700 });
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  }
+}
+
+/** Reads the state files that exist, as UTF-8 (invalid bytes become U+FFFD, which the core reports). */
+async function loadFiles(cellDir) {
+  const files = {};
+  for (const name of call('cell-files', {})) {
+    try {
+      files[name] = (await fs.readFile(path.join(cellDir, name))).toString('utf8');
+    } catch (e) {
+      if (e.code !== 'ENOENT') throw e;
+    }
+  }
+  return files;
+}
+
+/**
+ * Places the complete temp file `tmp` at `target` only if nothing is there (link(2); EEXIST otherwise);
+ * where the file system has no hard links, with O_EXCL (`wx`) and `content`, as the original tool does.
+ */
+async function createLinked(tmp, target, content) {
+  try {
+    await fs.link(tmp, target);
+  } catch (e) {
+    if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP'].includes(e.code)) throw e;
+    const fh = await fs.open(target, 'wx', 0o600);
+    try {
+      await fh.writeFile(content, 'utf8');
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
+/**
+ * Commits a change set in order (temp file, fsync, rename; unlink), then fsyncs the cell directory. A write
+ * of a file in `absent` (not in the snapshot) is created exclusively (`createLinked`): a file created
+ * meanwhile (the original tool creates `lock.json` without the mutex) is never replaced; the answer is
+ * then `false`, the changes before it committed (as a crash there would leave them), the rest not.
+ * @returns {Promise<boolean>} whether every change was committed
+ */
+async function applyChanges(cellDir, changes, absent = []) {
+  for (const change of changes) {
+    if (typeof change.file !== 'string' || !/^[^/\\.][^/\\]*$/.test(change.file)) {
+      throw new Error(`the core asked for a change outside the cell: ${JSON.stringify(change)}`);
+    }
+    const target = path.join(cellDir, change.file);
+    if (change.op === 'write') {
+      const tmp = `${target}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`;
+      const exclusive = absent.includes(change.file);
+      try {
+        // Owner only (0600), in owner-only directories (0700): receipts name what a scope owns.
+        const fh = await fs.open(tmp, 'wx', 0o600);
+        try {
+          await fh.writeFile(change.content, 'utf8');
+          await fh.sync();
+        } finally {
+          await fh.close();
+        }
+        if (exclusive) await createLinked(tmp, target, change.content);
+        else await fs.rename(tmp, target);
+      } catch (e) {
+        if (exclusive && e.code === 'EEXIST') return false;
+        throw e;
+      } finally {
+        await fs.unlink(tmp).catch(() => {});
+      }
+    } else if (change.op === 'delete') {
+      await fs.unlink(target).catch((e) => {
+        if (e.code !== 'ENOENT') throw e;
+      });
+    } else {
+      throw new Error(`unknown change ${JSON.stringify(change)}`);
+    }
+  }
+  if (changes.length > 0) {
+    // Best effort, as in the native host: some file systems refuse to fsync a directory.
+    const dir = await fs.open(cellDir, 'r').catch(() => null);
+    await dir?.sync().catch(() => {});
+    await dir?.close();
+  }
+  return true;
+}
+
+/**
+ * One transaction on the cell `env/scope` of the store at `root`: take the cell mutex, load the snapshot,
+ * read the clock, ask `decide(cell, nowMs)` (a core call), commit the answer's `changes`, release the mutex
+ * on every path. Returns the answer. Every cell operation, fenced writes included, goes through here. On a
+ * cell that does not exist, `decide` is first asked about the empty cell: an answer that writes nothing is
+ * returned without creating anything. `committed(cellDir, answer)`, if given, is awaited after the changes
+ * of a decision landed and before the mutex is released (never for an answer that changed nothing): for an
+ * observer that must see a cell's commits in their order, such as the test journal (test-support/faults.cjs).
+ * @param {string} root
+ * @param {{env: string, scope: string, waitMs?: number}} target
+ * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
+ *   the decision (its answer, or a promise of it)
+ * @param {(cellDir: string, answer: any) => Promise<void>} [committed]
+ */
+async function transact(root, { env, scope, waitMs }, decide, committed) {
+  const cellDir = path.join(root, call('cell-path', { env, scope }).dir);
+  let mutex;
+  try {
+    // A cell that does not exist is created only by a decision that writes to it: one that changes nothing
+    // there (a refusal, a release of nothing) is answered on the empty cell, as it was when it was looked
+    // at, and leaves no empty directory behind for `list` to show (a git store pushes nothing).
+    const absent = await fs.lstat(cellDir).then(() => false, (e) => e.code === 'ENOENT');
+    if (absent) {
+      const answer = await decide({ env, scope, files: {} }, Date.now());
+      if (!(Array.isArray(answer.changes) && answer.changes.length > 0)) return answer;
+    }
+    await mkdirOwnerOnly(cellDir);
+    mutex = await takeMutex(cellDir, { env, scope, waitMs });
+    // A state file the snapshot lacked is created exclusively; when one appeared meanwhile, decide again.
+    for (let attempt = 0; attempt < CREATE_ATTEMPTS; attempt += 1) {
+      const cell = { env, scope, files: await loadFiles(cellDir) };
+      const absent = call('cell-files', {}).filter((n) => !(n in cell.files));
+      const answer = await decide(cell, Date.now());
+      const changes = answer.changes ?? [];
+      if (!(await applyChanges(cellDir, changes, absent))) continue;
+      if (committed && changes.length > 0) await committed(cellDir, answer);
+      return answer;
+    }
+    throw hostError(
+      'STORE_CONTENDED',
+      `Could not settle the cell ${env}/${scope} (${cellDir}): another tool kept creating its files meanwhile.`,
+      { environment: env, scope },
+    );
+  } catch (e) {
+    throw ioError(e);
+  } finally {
+    if (mutex) await releaseMutex(mutex).catch(() => {});
+  }
+}
+
+/** How often a transaction decides again when a file it creates appeared meanwhile (the original's bound). */
+const CREATE_ATTEMPTS = 100;
+
+/**
+ * A dir store. Obtain one with `openStore`; every method is one transaction on one cell, and every method
+ * goes through `transact`, so a wrapper that overrides `transact` (to add latency or failures in tests, or
+ * logging) sees every transaction, the lease's included.
+ */
+class DirStore extends CellStore {
+  constructor(root, waitMs) {
+    super();
+    /** The kind of store. */
+    this.kind = 'dir';
+    /** The store's root directory. */
+    this.path = root;
+    /** How long a transaction waits for a cell mutex held by a live process. */
+    this.mutexWaitMs = waitMs;
+  }
+
+  /** The store as `baton` names it in its output: `dir:<path>`. */
+  get spec() {
+    return `dir:${this.path}`;
+  }
+
+  /** `BATON_STORE` for a command run under a lease of this store (`baton run` exports the same). */
+  exportSpec() {
+    return this.spec;
+  }
+
+  /**
+   * One transaction on the cell `{env, scope}`: takes the cell mutex, loads the cell, reads the wall clock,
+   * calls core operation `op` with `request` plus `cell` and `nowMs`, commits the answer's `changes` and
+   * releases the mutex. Resolves with the core's answer; rejects with its refusal (a BatonError).
+   * @param {{env: string, scope: string}} target
+   * @param {string} op a cell operation: lock-acquire, lock-renew, lock-release, lock-read, lock-break,
+   *   fence-check, fenced-write, and the ownership ones (run-begin, run-finish, ledger-*, handover,
+   *   destroy-plan, scope-status)
+   * @param {object} [request] the request without `cell` and `nowMs`
+   */
+  transact({ env, scope }, op, request = {}) {
+    return this.transactWith({ env, scope }, (cell, nowMs) => call(op, { ...request, cell, nowMs }));
+  }
+
+  /**
+   * The store primitive under `transact`: one transaction whose decision is `decide(cell, nowMs)` (it must
+   * answer `{changes?, ...}` or throw a refusal), committed only on the snapshot it was made on. For the
+   * store corpus (tests/stores) and operations of one's own; everything else uses `transact`.
+   * @param {{env: string, scope: string}} target
+   * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
+   */
+  transactWith({ env, scope }, decide) {
+    return transact(this.path, { env, scope, waitMs: this.mutexWaitMs }, decide);
+  }
+
+  /**
+   * A read-only operation on the cell without the mutex (every file is replaced by an atomic rename, so a
+   * reader never sees half a file) and without creating its directory: loads the cell, adds `cell` and
+   * `nowMs`, calls core operation `op`. For `scope-status` and the like; an answer with changes is refused.
+   * @param {{env: string, scope: string}} target
+   * @param {string} op
+   * @param {object} [request]
+   */
+  read({ env, scope }, op, request = {}) {
+    return this.readWith({ env, scope }, (cell, nowMs) => call(op, { ...request, cell, nowMs }));
+  }
+
+  /**
+   * `read` with the decision `decide(cell, nowMs)` (see `transactWith`); an answer with changes is refused.
+   * @param {{env: string, scope: string}} target
+   * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
+   */
+  async readWith({ env, scope }, decide) {
+    const cellDir = path.join(this.path, call('cell-path', { env, scope }).dir);
+    let files;
+    try {
+      files = await loadFiles(cellDir);
+    } catch (e) {
+      throw ioError(e);
+    }
+    const answer = decide({ env, scope, files }, Date.now());
+    if (Array.isArray(answer.changes) && answer.changes.length > 0) {
+      throw hostError('INTERNAL', 'a read-only operation answered changes; use transact', {});
+    }
+    return answer;
+  }
+
+  /**
+   * The scopes of environment `env` that have a cell in this store, sorted by scope, each with the text of
+   * its `latest.json` (null when it has none): what the core's ownership operations take as `others`.
+   * The core says which directories are cells (`list-cells`: `=hex` names decoded, anything that is not a
+   * scope skipped, no second spelling of a scope, never `_locks`). Reads without the mutex.
+   * @param {string} env
+   * @returns {Promise<{scope: string, text: string | null}[]>}
+   */
+  async list(env) {
+    const envDir = path.join(this.path, call('list-cells', { env, spelling: 'dir', names: [] }).segment);
+    let entries;
+    try {
+      entries = await fs.readdir(envDir, { withFileTypes: true });
+    } catch (e) {
+      if (e.code === 'ENOENT') return [];
+      throw ioError(e);
+    }
+    const names = entries.filter((e) => e.isDirectory()).map((e) => e.name);
+    const listed = [];
+    for (const { name, scope } of call('list-cells', { env, spelling: 'dir', names }).cells) {
+      let text = null;
+      try {
+        text = (await fs.readFile(path.join(envDir, name, 'latest.json'))).toString('utf8');
+      } catch (e) {
+        if (e.code !== 'ENOENT') throw ioError(e);
+      }
+      listed.push({ scope, text });
+    }
+    return listed;
+  }
+
+  /** Nothing to free (a git store removes its working clone): here so that any store can be closed. */
+  async close() {}
+}
+
+/**
+ * Opens the store named by `spec` (`dir:<path>` or `git:<remote>`), else by BATON_STORE, else `.baton/` at
+ * the git root of `cwd` (or in `cwd` outside a repository). Git is asked only when no store is named. A git
+ * store takes its ref prefix from BATON_GIT_PREFIX and its time limit per operation from BATON_STORE_BUDGET_MS; a
+ * dir store waits for a cell mutex `opts.mutexWaitMs`, else BATON_MUTEX_WAIT_MS (the core judges all three).
+ * Throws USAGE for an unknown store or a variable that does not parse. With `run` (a run's store, as for
+ * `baton run`), the default in CI (`CI` set) with an `origin` remote is that remote, as the CLI chooses.
+ * @param {string} [spec]
+ * @param {{cwd?: string, mutexWaitMs?: number, run?: boolean}} [opts]
+ */
+function openStore(spec, opts = {}) {
+  const cwd = path.resolve(opts.cwd ?? process.cwd());
+  const named = [spec, process.env.BATON_STORE].find((s) => typeof s === 'string' && s.trim() !== '');
+  const git = {
+    prefix: process.env.BATON_GIT_PREFIX ?? null,
+    budgetMs: process.env.BATON_STORE_BUDGET_MS ?? null,
+    mutexWaitMs: process.env.BATON_MUTEX_WAIT_MS ?? null,
+  };
+  let answer = call('store-spec', { spec: named ?? null, repoRoot: null, cwd, ...git });
+  if (answer.source === 'default') {
+    const ci = typeof process.env.CI === 'string' && process.env.CI.trim() !== '' && process.env.CI !== 'false';
+    const run = opts.run === true ? { run: true, ci, origin: ci ? originUrl(cwd) : null } : {};
+    answer = call('store-spec', { spec: null, repoRoot: repoRoot(cwd), cwd, ...git, ...run });
+    if (opts.run === true && typeof answer.notice === 'string') process.stderr.write(`baton: ${answer.notice}\n`);
+  }
+  if (answer.kind === 'git') {
+    // Required here, not at the top: git-store.cjs needs nothing of this file, and most users never load it.
+    const { GitStore } = require('./git-store.cjs');
+    return new GitStore(answer, { cwd });
+  }
+  if (answer.kind !== 'dir') throw hostError('USAGE', `this package cannot open a ${answer.kind} store`, { store: answer.label });
+  // The option beats BATON_MUTEX_WAIT_MS, which the core parsed (`mutexWaitMs`, default 30 s).
+  return new DirStore(answer.path, opts.mutexWaitMs ?? answer.mutexWaitMs);
+}
+
+module.exports = { openStore, transact, DirStore };

@@ -1,0 +1,242 @@
+//! The claim transactions: take (with its needs), the facts read from a claiming scope's cell, free and
+//! move. Each runs on the claim cell ([`super::claim_cell`]) except [`facts`], a read of the claimer's cell.
+
+use super::record::{CLAIM_FILE, CLAIM_VERSION, ClaimRecord, claim_cell, read_claim};
+use crate::cell::{Cell, Change};
+use crate::error::CoreError;
+use crate::lock::parse_lock;
+use crate::ownership::{OtherScope, Resource, owned_by_other};
+use crate::receipt::{CreatedBy, Receipt, read_receipt};
+use crate::time::{UnixMs, format_iso};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// `claim-take`: the run (`scope`, `holder`, `epoch`) of environment `env` claims `resource` before its
+/// intent (or record).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TakeRequest {
+    /// The environment of the resource.
+    pub env: String,
+    /// The claiming scope.
+    pub scope: String,
+    /// Its holder.
+    pub holder: String,
+    /// Its epoch.
+    pub epoch: u64,
+    /// The resource.
+    pub resource: Resource,
+    /// The scope's predecessor (`succession`), whose resources it inherits.
+    #[serde(default)]
+    pub predecessor: Option<String>,
+    /// The environment's scopes with their `latest.json`, once the host has listed them (a need).
+    #[serde(default)]
+    pub others: Option<Vec<OtherScope>>,
+    /// The claiming scope's facts, once the host has read them (a need).
+    #[serde(default)]
+    pub facts: Option<ClaimFacts>,
+    /// Only ask (`ledger check --change`): the same decision, no changes (a read-only transaction).
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// What a claim's scope says about it, read in one snapshot of that scope's cell ([`facts`]).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClaimFacts {
+    /// The claiming scope.
+    pub scope: String,
+    /// The claim epoch these facts were read for.
+    pub claim_epoch: u64,
+    /// The epoch of that scope's lock now (`None`: no lock).
+    pub lock_epoch: Option<u64>,
+    /// Whether its ledger lists the identity as owned or as an intent (an unreadable receipt counts as yes).
+    pub lists: bool,
+}
+
+/// Whether `receipt` lists `identity` as owned or as an intent (adopted entries own nothing). An entry a
+/// pull request inherited from `pending` (a scope that still lists it: the handover is pending) is that
+/// scope's, not the pull request's.
+pub(crate) fn lists(receipt: &Receipt, identity: &str, pending: Option<&str>) -> bool {
+    receipt.ledger.iter().any(|e| {
+        e.identity() == identity
+            && e.created_by() != CreatedBy::Adopted
+            && (pending.is_none() || e.extra.get("inheritedFrom").and_then(Value::as_str) != pending)
+    })
+}
+
+fn check_cell(cell: &Cell, env: &str, res: &Resource) -> Result<(), CoreError> {
+    let (claims_env, scope) = claim_cell(env, &res.adapter, &res.provider, &res.key);
+    if cell.env != claims_env || cell.scope != scope {
+        return Err(CoreError::internal(format!(
+            "claim transaction on {}/{}, but the claim cell of {} `{}` in `{env}` is {claims_env}/{scope} (claim-cell)",
+            cell.env, cell.scope, res.adapter, res.key
+        )));
+    }
+    Ok(())
+}
+
+fn need(need: Value) -> Value {
+    json!({ "changes": [], "need": need })
+}
+
+fn decided(outcome: &str, changes: Vec<Change>, claim: &ClaimRecord) -> Value {
+    json!({ "changes": changes, "outcome": outcome, "claim": claim })
+}
+
+/// `claim-take`: answers `{changes, outcome: held|taken|restamped|inherited, claim}`, or
+/// `{changes: [], need: {type: "others"} | {type: "facts", cell: {env, scope}, request}}` when it needs the
+/// listing of the environment or a read of the claiming scope's cell (`claim-facts` with `request`) first;
+/// `OWNED_BY_OTHER_SCOPE` (with `owner`) when another scope owns the identity (the rule: [`super`]).
+pub fn take(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError> {
+    let mut answer = decide(cell, now, r)?;
+    if r.dry_run {
+        answer["changes"] = json!([]);
+    }
+    Ok(answer)
+}
+
+fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError> {
+    r.resource.validate()?;
+    check_cell(cell, &r.env, &r.resource)?;
+    let identity = r.resource.identity();
+    let claim = read_claim(cell)?;
+    if let Some(c) = &claim
+        && c.scope == r.scope
+        && c.epoch == r.epoch
+        && c.holder == r.holder
+    {
+        return Ok(decided("held", Vec::new(), c));
+    }
+    let Some(others) = &r.others else {
+        return Ok(need(json!({ "type": "others" })));
+    };
+    let pred = r.predecessor.as_deref();
+    // While this scope lists it, a pull request's inherited copy of it is this scope's (handover pending).
+    let own_lists = others.iter().find(|o| o.scope == r.scope).and_then(OtherScope::receipt);
+    let pending = own_lists.is_some_and(|rc| lists(&rc, &identity, None)).then_some(r.scope.as_str());
+    let listers: Vec<&str> = others
+        .iter()
+        .filter(|o| o.scope != r.scope)
+        .filter(|o| o.receipt().is_some_and(|rc| lists(&rc, &identity, pending)))
+        .map(|o| o.scope.as_str())
+        .collect();
+    let foreign: Vec<&str> = listers.iter().copied().filter(|s| Some(*s) != pred).collect();
+    if let Some(first) = foreign.first() {
+        // Rule 1: another scope's ledger lists it. The claim's scope, if it is one of them, is named.
+        let owner = claim.as_ref().map(|c| c.scope.as_str()).filter(|s| foreign.contains(s)).unwrap_or(first);
+        let mut e = owned_by_other(&r.resource, owner);
+        if foreign.len() > 1 {
+            e = e.with("owners", foreign.clone());
+        }
+        return Err(e);
+    }
+    let mine = |taken_from: Option<Value>| ClaimRecord {
+        version: CLAIM_VERSION,
+        environment: r.env.clone(),
+        identity: identity.clone(),
+        scope: r.scope.clone(),
+        epoch: r.epoch,
+        holder: r.holder.clone(),
+        at: format_iso(now),
+        taken_from,
+        extra: Map::new(),
+    };
+    let Some(c) = claim else {
+        if listers.iter().any(|s| Some(*s) == pred) {
+            // The predecessor lists it and never claimed it (written before claims): inherited as it is.
+            return Ok(json!({ "changes": [], "outcome": "inherited", "claim": null }));
+        }
+        let record = mine(None);
+        return Ok(decided("taken", vec![record.change()], &record));
+    };
+    if c.scope == r.scope && r.epoch >= c.epoch {
+        let record = ClaimRecord { extra: c.extra.clone(), ..mine(None) };
+        return Ok(decided("restamped", vec![record.change()], &record));
+    }
+    if Some(c.scope.as_str()) == pred && listers.iter().any(|s| Some(*s) == pred) {
+        // The predecessor owns it and this pull request inherits it; the handover moves the claim.
+        return Ok(decided("inherited", Vec::new(), &c));
+    }
+    // Rule 2/3: live or stale, judged on the claimer's own cell, read for this very claim.
+    let facts = r.facts.as_ref().filter(|f| f.scope == c.scope && f.claim_epoch == c.epoch);
+    let Some(f) = facts else {
+        return Ok(need(json!({
+            "type": "facts",
+            "cell": { "env": r.env, "scope": c.scope },
+            "request": { "resource": r.resource.to_value(), "claimEpoch": c.epoch },
+        })));
+    };
+    if f.lists || f.lock_epoch == Some(c.epoch) {
+        let e = owned_by_other(&r.resource, &c.scope).with("claimEpoch", c.epoch);
+        let e = if f.lists {
+            e
+        } else {
+            let message = format!(
+                "{} A run of `{}` claimed it at epoch {} and still holds that scope's lock at that epoch (it may be about to create it); when that run is gone for good, the claim is freed by the scope's next run or by `baton lock break --env {} --scope {}`.",
+                e.message, c.scope, c.epoch, r.env, c.scope
+            );
+            crate::error::CoreError { message, ..e }
+        };
+        return Err(e);
+    }
+    let record = mine(Some(json!({ "scope": c.scope, "epoch": c.epoch })));
+    Ok(decided("taken", vec![record.change()], &record))
+}
+
+/// `claim-facts`: read (no lock, nothing written) on the claiming scope's cell: `{scope, claimEpoch,
+/// lockEpoch, lists}` for [`take`].
+pub fn facts(cell: &Cell, res: &Resource, claim_epoch: u64) -> Result<ClaimFacts, CoreError> {
+    res.validate()?;
+    let lock_epoch = parse_lock(cell).ok().flatten().map(|l| l.epoch);
+    // An unreadable receipt cannot tell what it owns: counted as listing it (the claim stays live).
+    let lists = match read_receipt(cell) {
+        Ok(Some(rc)) => lists(&rc, &res.identity(), None),
+        Ok(None) => false,
+        Err(_) => true,
+    };
+    Ok(ClaimFacts { scope: cell.scope.clone(), claim_epoch, lock_epoch, lists })
+}
+
+/// `claim-free`: after `ledger-forget` landed, deletes the claim if it is `scope`'s at `epoch` or before.
+/// Answers `{changes, freed}`.
+pub fn free(cell: &Cell, env: &str, scope: &str, epoch: u64, res: &Resource) -> Result<Value, CoreError> {
+    res.validate()?;
+    check_cell(cell, env, res)?;
+    let freed = read_claim(cell)?.is_some_and(|c| c.scope == scope && c.epoch <= epoch);
+    let changes = if freed { vec![Change::Delete { file: CLAIM_FILE.into() }] } else { Vec::new() };
+    Ok(json!({ "changes": changes, "freed": freed }))
+}
+
+/// `claim-move`: the handover gives `from`'s claim (or a missing one) to the successor `to` at `epoch`.
+/// A claim of any third scope is left as it is. Answers `{changes, moved}`.
+#[allow(clippy::too_many_arguments)]
+pub fn moved(
+    cell: &Cell,
+    now: UnixMs,
+    env: &str,
+    from: &str,
+    to: &str,
+    holder: &str,
+    epoch: u64,
+    res: &Resource,
+) -> Result<Value, CoreError> {
+    res.validate()?;
+    check_cell(cell, env, res)?;
+    let claim = read_claim(cell)?;
+    if claim.as_ref().is_some_and(|c| c.scope != from) {
+        return Ok(json!({ "changes": [], "moved": false }));
+    }
+    let record = ClaimRecord {
+        version: CLAIM_VERSION,
+        environment: env.to_owned(),
+        identity: res.identity(),
+        scope: to.to_owned(),
+        epoch,
+        holder: holder.to_owned(),
+        at: format_iso(now),
+        taken_from: claim.map(|c| json!({ "scope": c.scope, "epoch": c.epoch })),
+        extra: Map::new(),
+    };
+    Ok(json!({ "changes": [record.change()], "moved": true }))
+}

@@ -1,0 +1,82 @@
+'use strict';
+/**
+ * Carrying out a claim (core/src/claims): the transaction on the resource's claim cell, with the needs the
+ * core answers (the environment's listing, the claiming scope's facts) satisfied until it decides. The
+ * same steps as the CLI's (host-native/src/commands/claim.rs); the rule is the core's.
+ */
+const { call, hostError } = require('./core.cjs');
+
+/** More rounds than this means the claim kept changing under us (each round is one store read at most). */
+const MAX_ROUNDS = 8;
+
+function claimCell(env, resource) {
+  const { env: claimsEnv, scope } = call('claim-cell', { env, resource });
+  return { env: claimsEnv, scope };
+}
+
+/** A read-only transaction (the store's `read` when it has one). */
+function readCell(store, cell, op, request, options) {
+  return typeof store.read === 'function' ? store.read(cell, op, request, options) : store.transact(cell, op, request, options);
+}
+
+/**
+ * `claim-take` for `resource` by the run `{env, scope, holder, epoch, predecessor}`: resolves the decision
+ * (`{outcome, claim}`), rejects with OWNED_BY_OTHER_SCOPE. With `dry`, a read that writes nothing;
+ * `listed`: the environment's listing when the caller already has it.
+ */
+async function takeClaim(store, run, resource, { dry = false, deadline, listed = null } = {}) {
+  const cell = claimCell(run.env, resource);
+  let others = listed;
+  let facts = null;
+  for (let round = 0; round < MAX_ROUNDS; round++) {
+    const request = {
+      env: run.env,
+      scope: run.scope,
+      holder: run.holder,
+      epoch: run.epoch,
+      resource,
+      predecessor: run.predecessor ?? null,
+      others,
+      facts,
+      dryRun: dry,
+    };
+    const answer = dry ? await readCell(store, cell, 'claim-take', request, { deadline }) : await store.transact(cell, 'claim-take', request, { deadline });
+    const need = answer.need;
+    if (need?.type === 'others') others = await store.list(run.env);
+    else if (need?.type === 'facts') {
+      const { changes: _changes, ...read } = await readCell(store, need.cell, 'claim-facts', need.request, { deadline });
+      facts = read;
+    } else return answer;
+  }
+  throw hostError('STORE_CONTENDED', `the ownership claim of ${resource.adapter} \`${resource.key}\` kept changing while it was read; try again`);
+}
+
+/** `claim-free` after a forget landed. */
+async function freeClaim(store, run, resource, { deadline } = {}) {
+  const cell = claimCell(run.env, resource);
+  return store.transact(cell, 'claim-free', { env: run.env, scope: run.scope, epoch: run.epoch, resource }, { deadline });
+}
+
+/**
+ * One ledger change as `baton ledger` makes it (`op`: `ledger-intend`, `ledger-record` or `ledger-forget`;
+ * `write` makes the fenced write on the run's cell): the claim first for intend and record, the claim freed
+ * after a forget landed. A claim this call took is given back when the write is refused (LOCK_LOST,
+ * RECEIPT_CORRUPT, ...), so a run that no longer holds its lease leaves nothing behind (best effort: a claim
+ * left is stale once the lock moves on). Resolves what `write` resolved.
+ */
+async function ledgerChange(store, run, op, resource, write, { deadline } = {}) {
+  if (op === 'ledger-forget') {
+    const answer = await write();
+    await freeClaim(store, run, resource, { deadline });
+    return answer;
+  }
+  const taken = await takeClaim(store, run, resource, { deadline });
+  try {
+    return await write();
+  } catch (e) {
+    if (taken.outcome === 'taken') await freeClaim(store, run, resource, { deadline }).catch(() => {});
+    throw e;
+  }
+}
+
+module.exports = { takeClaim, freeClaim, ledgerChange };
