@@ -249,7 +249,9 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             Ok(json!({ "env": env, "scope": scope }))
         }),
         "claim-take" => run(op, input, |r: ClaimTakeRequest| claims::take(&r.cell, r.now_ms, &r.take)),
-        "claim-facts" => run(op, input, |r: ClaimFactsRequest| claims::facts(&r.cell, &r.resource, r.claim_epoch)),
+        "claim-facts" => run(op, input, |r: ClaimFactsRequest| {
+            claims::facts(&r.cell, &r.resource, r.claim_epoch, r.pending.as_deref())
+        }),
         "claim-free" => {
             run(op, input, |r: ClaimFreeRequest| claims::free(&r.cell, &r.env, &r.scope, r.epoch, &r.resource))
         }
@@ -806,7 +808,7 @@ struct ClaimTakeRequest {
     take: claims::TakeRequest,
 }
 
-/// `claim-facts`: `{cell (the claiming scope's), nowMs, resource, claimEpoch}` -> `{scope, claimEpoch,
+/// `claim-facts`: `{cell (the claiming scope's), nowMs, resource, claimEpoch, pending?}` -> `{scope, claimEpoch,
 /// lockEpoch, lists}`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -816,6 +818,8 @@ struct ClaimFactsRequest {
     now_ms: UnixMs,
     resource: ownership::Resource,
     claim_epoch: u64,
+    #[serde(default)]
+    pending: Option<String>,
 }
 
 /// `claim-free`: `{cell, nowMs, env, scope, epoch, resource}` -> `{changes, freed}`.

@@ -322,7 +322,7 @@ fn succession_report(c: &succession::Counters) -> String {
          final receipts complete {}, failed {}, cancelled {}; entries inherited {}\n\
          handovers attempted {}: moved {} entries in {}, nothing to move {}, busy (LOCK_HELD) {}, fenced out {}, failed {}; \
          already deleted by the PR {}\n\
-         two owners allowed: pending PR/branch {}; claims lagging behind a handover or forget (seen) {}, claims of the branch beside the PR's inherited copy (seen) {}\n\
+         two owners allowed: pending PR/branch {}; claims lagging behind a handover or forget (seen) {}, claims of the branch beside the PR's inherited copy (seen) {}, claims the PR took of what it inherits (seen) {}\n\
          claim-take: taken {}, stale claims taken {}, re-stamped {}, held {}, inherited {}; refused (OWNED_BY_OTHER_SCOPE) by a ledger {}, by a live claim {}; \
          listings for it {}, claimers' facts read {}, given up (STORE_CONTENDED) {}\n\
          claim-free: freed {}, nothing to free {}; claim-move: moved {}, left (a third scope's) {}, no reply {}\n\
@@ -367,6 +367,7 @@ fn succession_report(c: &succession::Counters) -> String {
         c.pending_pairs,
         c.lagging_claims_seen,
         c.claims_beside_copies,
+        c.claims_of_inherited,
         c.claims_taken,
         c.stale_claims_taken,
         c.claims_restamped,
@@ -526,6 +527,7 @@ fn succession_claim_of_an_older_epoch_stays() {
         predecessor: None,
         others: Some(others.clone()),
         facts,
+        dry_run: false,
     };
     let taken = claims::take(&cell, 0, &request("pr-8", 2, None)).expect("the first claim");
     assert_eq!(taken["outcome"], "taken", "{taken}");
@@ -535,7 +537,7 @@ fn succession_claim_of_an_older_epoch_stays() {
     let facts = |claim_epoch| Some(ClaimFacts { scope: "pr-8".into(), claim_epoch, lock_epoch: Some(2), lists: false });
     let zombie = claims::take(&cell, 0, &request("pr-8", 1, facts(2)));
     let code = zombie.as_ref().map(|v| v["outcome"].to_string()).map_err(|e| e.code.as_str());
-    assert_eq!(code, Err("OWNED_BY_OTHER_SCOPE"), "epoch 1 of pr-8 took back the claim of epoch 2");
+    assert_eq!(code, Err("LOCK_LOST"), "epoch 1 of pr-8 took back the claim of epoch 2");
     let claim = claims::read_claim(&cell).expect("claim").expect("a claim");
     assert_eq!((claim.scope.as_str(), claim.epoch), ("pr-8", 2));
     let other = claims::take(&cell, 0, &request("pr-9", 1, facts(2)));

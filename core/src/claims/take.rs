@@ -3,7 +3,7 @@
 
 use super::record::{CLAIM_FILE, CLAIM_VERSION, ClaimRecord, claim_cell, read_claim};
 use crate::cell::{Cell, Change};
-use crate::error::CoreError;
+use crate::error::{CoreError, ErrorCode};
 use crate::lock::parse_lock;
 use crate::ownership::{OtherScope, Resource, owned_by_other};
 use crate::receipt::{CreatedBy, Receipt, read_receipt};
@@ -111,9 +111,11 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
     let Some(others) = &r.others else {
         return Ok(need(json!({ "type": "others" })));
     };
-    let pred = r.predecessor.as_deref();
     // While this scope lists it, a pull request's inherited copy of it is this scope's (handover pending).
     let own_lists = others.iter().find(|o| o.scope == r.scope).and_then(OtherScope::receipt);
+    // The predecessor the host named, else the one this scope's run recorded (`run-begin`), as `ledger-check`.
+    let recorded = own_lists.as_ref().map(|rc| rc.str("predecessor").to_owned()).filter(|p| !p.is_empty());
+    let pred = r.predecessor.as_deref().or(recorded.as_deref());
     let pending = own_lists.is_some_and(|rc| lists(&rc, &identity, None)).then_some(r.scope.as_str());
     let listers: Vec<&str> = others
         .iter()
@@ -142,21 +144,40 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
         taken_from,
         extra: Map::new(),
     };
+    let pred_lists = listers.iter().any(|s| Some(*s) == pred);
     let Some(c) = claim else {
-        if listers.iter().any(|s| Some(*s) == pred) {
-            // The predecessor lists it and never claimed it (written before claims): inherited as it is.
-            return Ok(json!({ "changes": [], "outcome": "inherited", "claim": null }));
-        }
-        let record = mine(None);
-        return Ok(decided("taken", vec![record.change()], &record));
+        // The predecessor lists it and never claimed it (written before claims), or nobody does.
+        let (outcome, record) =
+            if pred_lists { ("inherited", mine(pred.map(|p| json!({ "scope": p })))) } else { ("taken", mine(None)) };
+        return Ok(decided(outcome, vec![record.change()], &record));
     };
-    if c.scope == r.scope && r.epoch >= c.epoch {
+    if c.scope == r.scope {
+        // Only asking, without a fence (`ledger check --change` outside a run): the scope's own claim is its own.
+        if r.dry_run && r.holder.is_empty() {
+            return Ok(decided("held", Vec::new(), &c));
+        }
+        if r.epoch < c.epoch {
+            // A newer run of this scope claimed it: this run's lease was taken over (its writes are fenced out).
+            return Err(CoreError::new(
+                ErrorCode::LockLost,
+                format!(
+                    "{} `{}` was claimed for scope `{}` at epoch {}, after this run's epoch {}: a newer run of this scope holds the lease. Nothing was written.",
+                    r.resource.adapter, r.resource.key, r.scope, c.epoch, r.epoch
+                ),
+            )
+            .with("epoch", r.epoch)
+            .with("claimEpoch", c.epoch));
+        }
         let record = ClaimRecord { extra: c.extra.clone(), ..mine(None) };
         return Ok(decided("restamped", vec![record.change()], &record));
     }
-    if Some(c.scope.as_str()) == pred && listers.iter().any(|s| Some(*s) == pred) {
-        // The predecessor owns it and this pull request inherits it; the handover moves the claim.
-        return Ok(decided("inherited", Vec::new(), &c));
+    if Some(c.scope.as_str()) == pred && pred_lists {
+        // The predecessor owns it and this pull request inherits it: the pull request, which is about to change
+        // it, holds the claim from now on, so the branch cannot forget and re-create it meanwhile (while the
+        // branch lists it, it stays the branch's: rule 1 reads the pull request's inherited copy as the
+        // branch's, and the branch's own later claim judges this one on the pull request's cell).
+        let record = mine(Some(json!({ "scope": c.scope, "epoch": c.epoch })));
+        return Ok(decided("inherited", vec![record.change()], &record));
     }
     // Rule 2/3: live or stale, judged on the claimer's own cell, read for this very claim.
     let facts = r.facts.as_ref().filter(|f| f.scope == c.scope && f.claim_epoch == c.epoch);
@@ -164,7 +185,7 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
         return Ok(need(json!({
             "type": "facts",
             "cell": { "env": r.env, "scope": c.scope },
-            "request": { "resource": r.resource.to_value(), "claimEpoch": c.epoch },
+            "request": { "resource": r.resource.to_value(), "claimEpoch": c.epoch, "pending": pending },
         })));
     };
     if f.lists || f.lock_epoch == Some(c.epoch) {
@@ -185,13 +206,16 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
 }
 
 /// `claim-facts`: read (no lock, nothing written) on the claiming scope's cell: `{scope, claimEpoch,
-/// lockEpoch, lists}` for [`take`].
-pub fn facts(cell: &Cell, res: &Resource, claim_epoch: u64) -> Result<ClaimFacts, CoreError> {
+/// lockEpoch, lists}` for [`take`]. `pending`: the taker's scope when it lists the identity itself, so a
+/// pull request's inherited copy of it does not count as the claimer listing it.
+pub fn facts(cell: &Cell, res: &Resource, claim_epoch: u64, pending: Option<&str>) -> Result<ClaimFacts, CoreError> {
     res.validate()?;
+    // A corrupt lock counts as none: it fences out its holder too (its writes are refused), so a claim whose
+    // scope's lock is corrupt cannot be completed by that claimer.
     let lock_epoch = parse_lock(cell).ok().flatten().map(|l| l.epoch);
     // An unreadable receipt cannot tell what it owns: counted as listing it (the claim stays live).
     let lists = match read_receipt(cell) {
-        Ok(Some(rc)) => lists(&rc, &res.identity(), None),
+        Ok(Some(rc)) => lists(&rc, &res.identity(), pending),
         Ok(None) => false,
         Err(_) => true,
     };
@@ -224,6 +248,10 @@ pub fn moved(
     res.validate()?;
     check_cell(cell, env, res)?;
     let claim = read_claim(cell)?;
+    if claim.as_ref().is_some_and(|c| c.scope == to) {
+        // The successor claimed it already (it changed what it inherited).
+        return Ok(json!({ "changes": [], "moved": true }));
+    }
     if claim.as_ref().is_some_and(|c| c.scope != from) {
         return Ok(json!({ "changes": [], "moved": false }));
     }

@@ -149,19 +149,36 @@ fn a_pull_request_inherits_its_branch_and_the_handover_moves_the_claim() {
     let mut cell = claim_cell_of("k1");
     let branch = [other("branch-x", &[("k1", "baton", None)])];
     take_on(&mut cell, request("branch-x", 2, "k1", None), &branch, None).unwrap();
-    // The PR changes what its branch owns: inherited, the claim stays with the branch.
+    // The PR changes what its branch owns: inherited, and the PR holds the claim while it changes it.
     let mut r = request("pr-7", 1, "k1", None);
     r.predecessor = Some("branch-x".into());
     let with_pr = [branch[0].clone(), other("pr-7", &[("k1", "baton", Some("branch-x"))])];
     assert_eq!(take_on(&mut cell, r.clone(), &with_pr, None).unwrap()["outcome"], "inherited");
-    // The branch keeps changing it while the handover is pending (the PR's copy is the branch's).
-    assert_eq!(take_on(&mut cell, request("branch-x", 3, "k1", None), &with_pr, None).unwrap()["outcome"], "restamped");
-    // The handover: the branch's receipt no longer lists it; the claim moves to the PR.
+    let c = read_claim(&cell).unwrap().unwrap();
+    assert_eq!((c.scope.as_str(), c.taken_from.clone()), ("pr-7", Some(json!({ "scope": "branch-x", "epoch": 2 }))));
+    // While that PR run holds its lock, the branch may not change it (two runs changing one resource)...
+    let running = ClaimFacts { scope: "pr-7".into(), claim_epoch: 1, lock_epoch: Some(1), lists: false };
+    let e = take_on(&mut cell, request("branch-x", 3, "k1", None), &with_pr, Some(running)).unwrap_err();
+    assert_eq!(e.details["owner"], "pr-7");
+    // ...and once it is over without a handover, the branch takes its claim back (the PR's copy is the branch's).
+    let over = ClaimFacts { scope: "pr-7".into(), claim_epoch: 1, lock_epoch: None, lists: false };
+    assert_eq!(
+        take_on(&mut cell, request("branch-x", 3, "k1", None), &with_pr, Some(over)).unwrap()["outcome"],
+        "taken"
+    );
+    // The facts the core asks for say whose copy not to count.
+    let mut cell2 = claim_cell_of("k1");
+    take_on(&mut cell2, r.clone(), &with_pr, None).unwrap();
+    let need = take(&cell2, NOW, &request("branch-x", 3, "k1", Some(with_pr.to_vec()))).unwrap();
+    assert_eq!(need["need"]["request"]["pending"], "branch-x");
+    // The handover: the claim is the PR's already, or moves from the branch to it.
+    let a = moved(&cell2, NOW, "preview", "branch-x", "pr-7", "run-pr-7-1", 1, &res("k1")).unwrap();
+    assert_eq!((a["moved"].as_bool(), a["changes"].clone()), (Some(true), json!([])));
     let a = moved(&cell, NOW, "preview", "branch-x", "pr-7", "run-pr-7-1", 1, &res("k1")).unwrap();
     assert_eq!(a["moved"], true);
     cell.apply(&serde_json::from_value::<Vec<crate::cell::Change>>(a["changes"].clone()).unwrap());
     assert_eq!(read_claim(&cell).unwrap().unwrap().scope, "pr-7");
-    // Now the branch may not take it back: the PR lists it.
+    // Now the branch may not take it back: the PR lists it and the branch does not.
     let after = [other("branch-x", &[]), other("pr-7", &[("k1", "baton", Some("branch-x"))])];
     let e = take_on(&mut cell, request("branch-x", 4, "k1", None), &after, None).unwrap_err();
     assert_eq!(e.details["owner"], "pr-7");
@@ -169,6 +186,32 @@ fn a_pull_request_inherits_its_branch_and_the_handover_moves_the_claim() {
     let mut third = claim_cell_of("k1");
     take_on(&mut third, request("pr-8", 1, "k1", None), &[], None).unwrap();
     assert_eq!(moved(&third, NOW, "preview", "branch-x", "pr-7", "h", 1, &res("k1")).unwrap()["moved"], false);
+}
+
+#[test]
+fn the_branch_cannot_forget_and_recreate_what_its_pull_request_is_changing() {
+    // Simulation seed 108852: the PR's take answered `inherited`, its intent was still on the way when the
+    // branch forgot the resource and created it again. The PR holds the claim, so the branch is refused.
+    let mut cell = claim_cell_of("k1");
+    let branch = [other("branch-x", &[("k1", "baton", None)]), other("pr-7", &[])];
+    take_on(&mut cell, request("branch-x", 2, "k1", None), &branch, None).unwrap();
+    let mut r = request("pr-7", 1, "k1", None);
+    r.predecessor = Some("branch-x".into());
+    assert_eq!(take_on(&mut cell, r, &branch, None).unwrap()["outcome"], "inherited");
+    assert_eq!(free(&cell, "preview", "branch-x", 2, &res("k1")).unwrap()["freed"], false);
+    let forgotten = [other("branch-x", &[]), other("pr-7", &[])];
+    let live = ClaimFacts { scope: "pr-7".into(), claim_epoch: 1, lock_epoch: Some(1), lists: false };
+    let e = take_on(&mut cell, request("branch-x", 2, "k1", None), &forgotten, Some(live)).unwrap_err();
+    assert_eq!(e.details["owner"], "pr-7");
+}
+
+#[test]
+fn an_older_run_of_the_scope_never_takes_back_a_newer_runs_claim() {
+    let mut cell = claim_cell_of("k1");
+    take_on(&mut cell, request("pr-1", 5, "k1", None), &[], None).unwrap();
+    let e = take_on(&mut cell, request("pr-1", 4, "k1", None), &[], None).unwrap_err();
+    assert_eq!(e.code, ErrorCode::LockLost);
+    assert_eq!(read_claim(&cell).unwrap().unwrap().epoch, 5);
 }
 
 #[test]
@@ -223,4 +266,39 @@ fn conflicts_name_the_other_scopes_but_not_a_pending_handover() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].resource.key, "k1");
     assert_eq!(found[0].scopes, vec!["pr-12".to_owned(), "pr-13".to_owned()]);
+}
+
+#[test]
+fn the_predecessor_recorded_by_run_begin_counts_when_the_host_names_none() {
+    // `baton ledger intend` inside `baton run --pr 7 --branch x`: the command's own context may not know the
+    // pull request; the PR's receipt recorded its predecessor.
+    let mut cell = claim_cell_of("k1");
+    let branch = other("branch-x", &[("k1", "baton", None)]);
+    let mut pr = other("pr-7", &[("k1", "baton", Some("branch-x"))]);
+    let mut doc: Value = serde_json::from_str(pr.text.as_deref().unwrap()).unwrap();
+    doc["predecessor"] = json!("branch-x");
+    pr.text = Some(doc.to_string());
+    let a = take_on(&mut cell, request("pr-7", 1, "k1", None), &[branch, pr], None).unwrap();
+    assert_eq!(a["outcome"], "inherited");
+}
+
+#[test]
+fn asking_without_a_fence_treats_the_scopes_own_claim_as_its_own() {
+    let mut cell = claim_cell_of("k1");
+    take_on(&mut cell, request("pr-1", 4, "k1", None), &[], None).unwrap();
+    let mut ask = request("pr-1", 0, "k1", Some(vec![other("pr-1", &[("k1", "baton", None)])]));
+    ask.holder = String::new();
+    ask.dry_run = true;
+    assert_eq!(take(&cell, NOW, &ask).unwrap()["outcome"], "held");
+}
+
+#[test]
+fn an_intent_over_an_inherited_entry_keeps_where_it_came_from() {
+    let lock = json!({ "holder": "h", "acquiredAt": "2026-10-10T11:59:00.000Z", "expiresAt": "2999-01-01T00:00:00.000Z", "epoch": 1 });
+    let mut own = Cell { env: "preview".into(), scope: "pr-7".into(), ..Cell::default() };
+    own.files.insert("lock.json".into(), lock.to_string());
+    own.files.insert("latest.json".into(), receipt("pr-7", &[("k1", "baton", Some("branch-x"))]));
+    let w = crate::ownership::intend(&own, "h", 1, NOW, &res("k1")).unwrap();
+    assert_eq!(w.receipt["ledger"][0]["createdBy"], "intent");
+    assert_eq!(w.receipt["ledger"][0]["inheritedFrom"], "branch-x");
 }

@@ -239,9 +239,14 @@ pub fn run_begin(
 pub fn intend(cell: &Cell, holder: &str, epoch: u64, now: UnixMs, res: &Resource) -> Result<Written, CoreError> {
     res.validate()?;
     let mut r = run_receipt(cell, holder, epoch, now)?;
-    let entry = res.entry(CreatedBy::Intent, "");
+    let mut entry = res.entry(CreatedBy::Intent, "");
     match r.position(&res.identity()) {
-        Some(i) => r.ledger[i] = entry,
+        // A create makes a new object; what the entry says about where it came from (`inheritedFrom`) and
+        // fields this version does not know stay, as `record` keeps them.
+        Some(i) => {
+            entry.extra = std::mem::take(&mut r.ledger[i].extra);
+            r.ledger[i] = entry;
+        }
         None => r.ledger.push(entry),
     }
     written(&r, Vec::new(), Map::new())

@@ -429,6 +429,8 @@ pub(crate) struct Counters {
     /// Observations of a claim naming the branch (about to re-create a key it forgot) while the PR lists a
     /// copy of it inherited from the branch.
     pub(crate) claims_beside_copies: u64,
+    /// Observations of the PR holding the claim of what it inherits while the branch still lists it.
+    pub(crate) claims_of_inherited: u64,
     pub(crate) crashes_after_claim: u64,
     pub(crate) intents_left: u64,
     pub(crate) lost_replies: u64,
@@ -525,6 +527,7 @@ impl Counters {
             claim_moves_failed,
             lagging_claims_seen,
             claims_beside_copies,
+            claims_of_inherited,
             crashes_after_claim,
             intents_left,
             lost_replies,

@@ -200,6 +200,13 @@ impl World<'_> {
                     self.c.lagging_claims_seen += 1;
                     continue;
                 }
+                if s == PR7 && t == BRANCH {
+                    // The PR took the claim of what it inherits (`claim-take` answered `inherited`) and is about
+                    // to change it: the branch still lists it (the pending pair), and while the PR holds the
+                    // claim the branch cannot forget and re-create it (simulation seed 108852).
+                    self.c.claims_of_inherited += 1;
+                    continue;
+                }
                 if s == BRANCH && t == PR7 && self.copies[PR7][k] {
                     // The PR's copy of what the branch listed, while the branch re-creates it (the pair
                     // that follows is the pending one): the PR's copy is the branch's by the core's rule.

@@ -40,7 +40,9 @@ pub(crate) enum Need {
     #[default]
     Take,
     Others,
-    Facts(usize, u64),
+    /// The claimer's cell, the claim epoch, and whether the core asked to read it with this run's scope as
+    /// `pending` (it lists the key itself).
+    Facts(usize, u64, bool),
 }
 
 /// A `claim-take` in progress, as the CLI's `claim::take` loop keeps it: the needs answered so far and the
@@ -305,7 +307,7 @@ impl World<'_> {
                                     Op::Take(k)
                                 }
                                 Need::Others => Op::List,
-                                Need::Facts(scope, epoch) => Op::Facts(k, scope, epoch),
+                                Need::Facts(scope, epoch, pending) => Op::Facts(k, scope, epoch, pending),
                             }
                         }
                         (Act::Create(k), Stage::Intend) => Op::Intend(k),
@@ -595,8 +597,9 @@ impl World<'_> {
         let name = op.name();
         let fail = |w: &Self, e: CoreError| w.fail(HOST, format!("run-{r}: {name} answered {}: {e}", e.code.as_str()));
         match *op {
-            Op::Facts(k, s, epoch) => {
-                let facts = claims::facts(&self.cells[s], &resource(k), epoch).map_err(|e| fail(self, e))?;
+            Op::Facts(k, s, epoch, pending) => {
+                let pending = pending.then_some(SCOPES[scope]);
+                let facts = claims::facts(&self.cells[s], &resource(k), epoch, pending).map_err(|e| fail(self, e))?;
                 self.note(r, What::Commit { op: name, cell: s, result: "read", fault: "", ledger: 0, seq: 0 });
                 Ok(Ok(Reply::Facts(facts)))
             }
@@ -623,6 +626,7 @@ impl World<'_> {
                     predecessor: predecessor(scope).map(str::to_owned),
                     others: take.others,
                     facts: take.facts,
+                    dry_run: false,
                 };
                 let answer = claims::take(&self.cells[c], now_ms, &request);
                 self.runs[r].take = TakeState { others: request.others, facts: request.facts, ..take };
@@ -646,7 +650,8 @@ impl World<'_> {
                             let Some(s) = SCOPES.iter().position(|x| *x == owner) else {
                                 return Err(self.fail(HOST, format!("run-{r}: claim-take needs facts of {need}")));
                             };
-                            Need::Facts(s, need["request"]["claimEpoch"].as_u64().unwrap_or(0))
+                            let pending = need["request"]["pending"].as_str() == Some(SCOPES[scope]);
+                            Need::Facts(s, need["request"]["claimEpoch"].as_u64().unwrap_or(0), pending)
                         }
                         _ => return Err(self.fail(HOST, format!("run-{r}: claim-take needs {need}"))),
                     };

@@ -43,7 +43,7 @@ pub(crate) enum Op {
     /// `claim-take` on the key's claim cell, with what the run's take has gathered so far.
     Take(u8),
     /// `claim-facts`: a read of the claiming scope's cell (scope index, claim epoch) for a take.
-    Facts(u8, usize, u64),
+    Facts(u8, usize, u64, bool),
     /// `claim-free` on the key's claim cell after a forget.
     Free(u8),
     Begin,

@@ -84,6 +84,26 @@ pub fn free(core: &mut CoreComponent, who: &Claimer<'_>) -> Result<Value, HostEr
     })
 }
 
+/// Gives back a claim this call took when the fenced write that followed it failed, unless that write landed
+/// after all (a reply lost after the commit, then a retry refused): the run's own receipt is read first and
+/// the claim stays when it lists the resource. `code`: the write's error; a refusal decided on an unreadable
+/// receipt (or a bad request) proves nothing landed. Best effort: a claim left is stale once the lock moves on.
+pub fn give_back(core: &mut CoreComponent, who: &Claimer<'_>, code: &str) {
+    if matches!(code, "RECEIPT_CORRUPT" | "RECEIPT_VERSION" | "USAGE") {
+        let _ = free(core, who);
+        return;
+    }
+    let facts = who.store.read(core, who.env, who.scope, |core, cell, now| {
+        core.invoke(
+            "claim-facts",
+            &json!({ "cell": cell, "nowMs": now, "resource": who.resource, "claimEpoch": who.epoch }),
+        )
+    });
+    if facts.is_ok_and(|f| f["lists"] == false) {
+        let _ = free(core, who);
+    }
+}
+
 fn cell_of(core: &mut CoreComponent, env: &str, resource: &Value) -> Result<(String, String), HostError> {
     let cell = core.invoke("claim-cell", &json!({ "env": env, "resource": resource }))?;
     let field = |k: &str| cell[k].as_str().unwrap_or_default().to_owned();

@@ -48,17 +48,19 @@ pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome 
         Ok(a) => a,
         Err(e) => {
             // Refused (LOCK_LOST, RECEIPT_CORRUPT, ...): a claim this call took is given back, so a run that no
-            // longer holds its lease leaves nothing behind (best effort: a claim left is stale once the
-            // lock moves on, and the ledgers still say who owns what).
+            // longer holds its lease leaves nothing behind (unless the write landed after all).
             if taken.as_ref().is_some_and(|c| c["outcome"] == "taken") {
-                let _ = claim::free(core, &who);
+                claim::give_back(core, &who, &e.code);
             }
             return Err(e);
         }
     };
     // The claim goes when the entry went (a claim left by a crash here is stale once the lock moves on).
-    if op == "ledger-forget" {
-        claim::free(core, &who)?;
+    if op == "ledger-forget"
+        && let Err(e) = claim::free(core, &who)
+    {
+        // The entry is gone; the claim goes stale by itself once this run's lock moves on.
+        note(format!("warning: could not free the ownership claim of {}:{}: {}", args.adapter, args.key, e.message));
     }
     if !args.target.json {
         let verb = op.trim_start_matches("ledger-");
