@@ -62,21 +62,36 @@ async function freeClaim(store, run, resource, { deadline } = {}) {
  * `write` makes the fenced write on the run's cell): the claim first for intend and record, the claim freed
  * after a forget landed. A claim this call took is given back when the write is refused (LOCK_LOST,
  * RECEIPT_CORRUPT, ...), so a run that no longer holds its lease leaves nothing behind (best effort: a claim
- * left is stale once the lock moves on). Resolves what `write` resolved.
+ * left is stale once the lock moves on; never when the write landed after all). A claim that cannot be freed
+ * after a forget is a warning (`onWarning`). Resolves what `write` resolved.
  */
-async function ledgerChange(store, run, op, resource, write, { deadline } = {}) {
+async function ledgerChange(store, run, op, resource, write, { deadline, onWarning } = {}) {
   if (op === 'ledger-forget') {
     const answer = await write();
-    await freeClaim(store, run, resource, { deadline });
+    // The entry is gone; a claim that cannot be freed now goes stale by itself once the lock moves on.
+    await freeClaim(store, run, resource, { deadline }).catch((e) => {
+      onWarning?.(`could not free the ownership claim of ${resource.adapter}:${resource.key}: ${e.message}`);
+    });
     return answer;
   }
   const taken = await takeClaim(store, run, resource, { deadline });
   try {
     return await write();
   } catch (e) {
-    if (taken.outcome === 'taken') await freeClaim(store, run, resource, { deadline }).catch(() => {});
+    if (taken.outcome === 'taken') await giveBack(store, run, resource, e?.code, { deadline }).catch(() => {});
     throw e;
   }
+}
+
+/**
+ * Gives back a claim whose fenced write failed, unless that write landed after all (a reply lost after the
+ * commit, then a retry refused): the run's own receipt is read first and the claim stays when it lists it.
+ */
+async function giveBack(store, run, resource, code, { deadline } = {}) {
+  // A refusal decided on an unreadable receipt (or a bad request) proves nothing landed.
+  if (code === 'RECEIPT_CORRUPT' || code === 'RECEIPT_VERSION' || code === 'USAGE') return freeClaim(store, run, resource, { deadline });
+  const facts = await readCell(store, { env: run.env, scope: run.scope }, 'claim-facts', { resource, claimEpoch: run.epoch }, { deadline });
+  if (facts.lists === false) await freeClaim(store, run, resource, { deadline });
 }
 
 module.exports = { takeClaim, freeClaim, ledgerChange };

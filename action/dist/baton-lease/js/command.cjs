@@ -137,7 +137,7 @@ async function ledger(line) {
     const { predecessor } = predecessorOf(context);
     const run = { env: context.env, scope: context.scope, holder, epoch, predecessor };
     const write = () => store.transact({ env: context.env, scope: context.scope }, line.op, request);
-    const answer = await ledgerChange(store, run, line.op, resource, write);
+    const answer = await ledgerChange(store, run, line.op, resource, write, { onWarning: (w) => note(`warning: ${w}`) });
     if (!line.json) note(`${line.op.replace('ledger-', '')}: ${resource.adapter}:${resource.key} in ${context.env}/${context.scope} (epoch ${epoch})`);
     const data = { environment: context.env, scope: context.scope, store: store.spec, resource, ledger: answer.receipt?.ledger ?? null };
     if (answer.forgotten !== undefined) data.forgotten = answer.forgotten;

@@ -136,9 +136,13 @@ class FencedRun {
     const epoch = this.assertHeld();
     const run = { env: this.env, scope: this.scope, holder: this.holder, epoch, predecessor: this.predecessor };
     try {
-      return await ledgerChange(this.#store, run, op, res, () => this.#fenced(op, { ...request, resource: res }), { deadline: this[deadline]() });
+      const options = { deadline: this[deadline](), onWarning: (w) => this[warn](w) };
+      return await ledgerChange(this.#store, run, op, res, () => this.#fenced(op, { ...request, resource: res }), options);
     } catch (e) {
-      throw asBatonError(e, 'the store failed');
+      const error = asBatonError(e, 'the store failed');
+      // A claim refused because a newer run of this scope holds it: the lease was taken over.
+      if (error.code === 'LOCK_LOST') this[stop](error);
+      throw error;
     }
   }
 
