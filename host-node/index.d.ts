@@ -333,8 +333,32 @@ export interface GitStore extends CellStore {
   close(): Promise<void>;
 }
 
+/**
+ * The etcd store (`etcd:<endpoint>[,<endpoint>...]`): the file `f` of a cell is the key
+ * `<prefix><env>/<scope>/f`; a commit is one etcd transaction comparing every state file's `mod_revision`.
+ * A user from BATON_ETCD_USER / BATON_ETCD_PASSWORD or `user:password@` in an endpoint, TLS files from
+ * BATON_ETCD_CA, BATON_ETCD_CERT, BATON_ETCD_KEY; errors never name the password. Holds gRPC connections:
+ * `close()` it when done, or the process stays alive.
+ */
+export interface EtcdStore extends CellStore {
+  readonly kind: 'etcd';
+  /** The endpoints, credentials removed (`etcd:http://host:2379,...`). */
+  readonly path: string;
+  /** The key prefix (BATON_ETCD_PREFIX, default `/baton/`). */
+  readonly prefix: string;
+  /**
+   * The time limit of one operation in milliseconds, retries and endpoints included (BATON_STORE_BUDGET_MS,
+   * default 60 000); then it rejects with STORE_CONTENDED naming the endpoint.
+   */
+  readonly budgetMs: number;
+  /** The spec a child process opens the same store with (credentials of the URL included). */
+  readonly exportSpec: string;
+  /** Closes the connections (after the operations already queued); the next operation connects again. */
+  close(): Promise<void>;
+}
+
 /** A store `openStore` gives. */
-export type Store = DirStore | GitStore;
+export type Store = DirStore | GitStore | EtcdStore;
 
 export interface StoreOptions {
   /** Relative store paths and the default store resolve against it (default `process.cwd()`). */
@@ -351,11 +375,14 @@ export declare function detectContext(opts: DetectOptions & { envOnly: true }): 
 export declare function detectContext(opts?: DetectOptions): Context;
 
 /**
- * Opens the store named by `spec` (`dir:<path>` or `git:<remote>`), else BATON_STORE, else `.baton/` at the
- * git root. A git store reads BATON_GIT_PREFIX and BATON_STORE_BUDGET_MS. Throws USAGE for an unknown store.
+ * Opens the store named by `spec` (`dir:<path>`, `git:<remote>` or `etcd:<endpoint>[,...]`), else
+ * BATON_STORE, else `.baton/` at the git root. A git store reads BATON_GIT_PREFIX and BATON_STORE_BUDGET_MS;
+ * an etcd store BATON_ETCD_PREFIX, BATON_ETCD_USER, BATON_ETCD_PASSWORD, BATON_ETCD_CA, BATON_ETCD_CERT,
+ * BATON_ETCD_KEY and BATON_STORE_BUDGET_MS. Throws USAGE for an unknown store.
  */
 export declare function openStore(spec: `dir:${string}`, opts?: StoreOptions): DirStore;
 export declare function openStore(spec: `git:${string}`, opts?: StoreOptions): GitStore;
+export declare function openStore(spec: `etcd:${string}`, opts?: StoreOptions): EtcdStore;
 export declare function openStore(spec?: string, opts?: StoreOptions): Store;
 
 /** Runs a core operation on JSON text and returns the JSON answer; throws BatonError. */

@@ -1,6 +1,7 @@
 // The backends of the store corpus (tests/stores) for the Node runner, and what the runner does to them
 // behind every handle's back (put, remove, peek, mutex, block-env): plain files for the dir store, plumbing
-// on the bare remote for the git stores (a local directory for both file:// and git daemon). Outside test/,
+// on the bare remote for the git stores (a local directory for both file:// and git daemon), etcdctl for the
+// etcd store (each case under a key prefix of its own on one etcd). Outside test/,
 // so the test runner does not count it as a test file. The Rust runner's twin: host-native/tests/store_corpus/backend.rs.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
@@ -9,6 +10,7 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { etcdctl } from './test-etcd.mjs';
 
 const PREFIX = 'refs/heads/baton-receipts';
 const IDENT = ['-c', 'user.name=corpus', '-c', 'user.email=corpus@localhost', '-c', 'commit.gpgsign=false'];
@@ -29,13 +31,18 @@ function tip(gitDir, ref) {
 }
 
 /** The family a case's `skip` names. */
-export const family = (kind) => (kind === 'dir' ? 'dir' : 'git');
+export const family = (kind) => (kind === 'dir' || kind === 'etcd' ? kind : 'git');
 
 /**
  * A fresh store for case number `n` under `base`: `{kind, spec, path}` (the dir store's root or the bare
  * remote). With `port`, the git remote is served by a git daemon on 127.0.0.1.
  */
 export function location(kind, base, n, port) {
+  if (kind === 'etcd') {
+    // `port` is the etcd's client port; the case's keys live under a prefix of its own.
+    const endpoint = `http://127.0.0.1:${port}`;
+    return { kind, spec: `etcd:${endpoint}`, path: base, endpoint, prefix: `/corpus-node-${process.pid}-${n}/` };
+  }
   if (kind === 'dir') {
     const root = path.join(base, `case-${n}`, 'store');
     return { kind, spec: `dir:${root}`, path: root };
@@ -57,6 +64,10 @@ export function place(paths, raw) {
 
 /** Writes `files` (`[name, Buffer]`) into the cell at `at`. */
 export function put(loc, at, files) {
+  if (loc.kind === 'etcd') {
+    for (const [name, bytes] of files) etcdOk(loc, ['put', `${loc.prefix}${at.dir}/${name}`], bytes);
+    return;
+  }
   if (loc.kind === 'dir') {
     const dir = path.join(loc.path, at.dir);
     mkdirSync(dir, { recursive: true });
@@ -78,12 +89,18 @@ export function put(loc, at, files) {
 
 /** Deletes the cell at `at` (a dir store's directory, a git store's ref). */
 export function remove(loc, at) {
+  if (loc.kind === 'etcd') return void etcdOk(loc, ['del', '--prefix', `${loc.prefix}${at.dir}/`]);
   if (loc.kind === 'dir') rmSync(path.join(loc.path, at.dir), { recursive: true });
   else git(loc.path, ['update-ref', '-d', at.ref]);
 }
 
 /** The text of `file` of the cell at `at`, or null. */
 export function peek(loc, at, file) {
+  if (loc.kind === 'etcd') {
+    // etcdctl prints the value and a newline; nothing for an absent key.
+    const out = etcdOk(loc, ['get', `${loc.prefix}${at.dir}/${file}`, '--print-value-only']);
+    return out.endsWith('\n') ? out.slice(0, -1) : null;
+  }
   if (loc.kind === 'dir') {
     const p = path.join(loc.path, at.dir, file);
     return existsSync(p) ? readFileSync(p).toString('utf8') : null;
@@ -92,6 +109,13 @@ export function peek(loc, at, file) {
   if (t === null) return null;
   const r = spawnSync('git', ['--git-dir', loc.path, 'cat-file', 'blob', `${t}:${at.dir}/${file}`]);
   return r.status === 0 ? r.stdout.toString('utf8') : null;
+}
+
+/** Runs etcdctl on the case's etcd; throws unless it succeeds; its stdout. */
+function etcdOk(loc, args, input) {
+  const r = etcdctl(loc.endpoint, args, input);
+  if (r.status !== 0) throw new Error(`etcdctl ${args.join(' ')}: ${r.stderr}`);
+  return r.stdout;
 }
 
 /** Dir stores: a plain file where the directory of the env of `at` should be. */

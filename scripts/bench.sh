@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Benchmarks: per-call decision cost (native, component, Node), cold start of `baton scope` vs
-# `git --version`, and the lease cycle on the dir store vs flock(1) and proper-lockfile. Every figure is a
+# `git --version`, the lease cycle on the dir store vs flock(1) and proper-lockfile, on the git store vs raw
+# pushes, and on the etcd store vs three raw etcd transactions and `etcdctl lock`. Every figure is a
 # ratio to a baseline measured in the same run; nothing is asserted. BATON_BENCH_BEFORE=<another baton
 # binary> (say, a build of an older commit) adds that build's cold start to the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build-wasm.sh
-cargo build --release -q -p baton-native --bin baton --example bench --example bench_ownership --example bench_git --example bench_claims
+cargo build --release -q -p baton-native --bin baton --example bench --example bench_ownership --example bench_git --example bench_claims --example bench_etcd
 (cd host-node/bench && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 NODE_FIGURES=$(node host-node/bench/bench.mjs)
 echo "node: $NODE_FIGURES" >&2
@@ -18,3 +19,4 @@ echo
 BATON_BIN="$PWD/target/release/baton" target/release/examples/bench_git
 echo
 target/release/examples/bench_claims
+BATON_BIN="$PWD/target/release/baton" target/release/examples/bench_etcd

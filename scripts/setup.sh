@@ -5,6 +5,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLS="${BATON_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/baton-tools}"
 
+# Debian packages: protoc and etcd's .proto includes (the etcd-client crate compiles them), and etcd itself
+# (3.4: `etcd` and `etcdctl`) for the tests, which start their own on loopback ports of their own.
+missing=()
+command -v protoc >/dev/null || missing+=(protobuf-compiler)
+[ -e /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
+command -v etcd >/dev/null || missing+=(etcd-server)
+command -v etcdctl >/dev/null || missing+=(etcd-client)
+command -v openssl >/dev/null || missing+=(openssl) # the etcd TLS test makes its certificates
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]} (apt-get)" >&2
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # The package enables a system etcd on 2379 where systemd runs; the tests never use it (nor stop it).
+fi
+
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   echo "setup: adding the wasm32-unknown-unknown target" >&2
   rustup target add wasm32-unknown-unknown

@@ -27,6 +27,6 @@ step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p ba
 step "node package";         (cd host-node && npm test && npm run --silent typecheck)
 step "cross-host";           BATON_BIN="$PWD/target/test-faults/baton" node --test tests/cross-host/
 step "torture checker";      node --test torture/
-step "torture (short profile: dir and git stores, proper-lockfile baseline, sabotaged-store control)"
+step "torture (short profile: dir, git and etcd stores, proper-lockfile baseline, sabotaged-store control)"
                              BATON_BIN="$PWD/target/test-faults/baton" node torture/torture.mjs --profile short --sabotage
 step "all tests passed"

@@ -7,10 +7,11 @@
  * store (dir: BATON_TEST_STORE_DELAY_MS; git: a pre-receive hook that sleeps), lost replies
  * (BATON_TEST_LOST_REPLY: the store committed, the worker hears an error). Afterwards the checker
  * (checker.mjs) reads the store's history (dir: the journal the test store keeps; git: each cell ref's
- * commits) and reports violations. The same workload then runs against the baseline a Node user would
+ * commits; etcd: the revision history of the cell keys, `etcd.mjs`, on an etcd of the run's own) and
+ * reports violations. The same workload then runs against the baseline a Node user would
  * pick today (proper-lockfile), and both are reported side by side.
  *
- *   node torture/torture.mjs [--profile short|long] [--seed N] [--stores dir,git] [--no-baseline]
+ *   node torture/torture.mjs [--profile short|long] [--seed N] [--stores dir,git,etcd] [--no-baseline]
  *                            [--sabotage] [--seconds S] [--workers N] [--json FILE] [--keep]
  *
  * `--sabotage` adds the negative control: the dir store workload once more with the cell mutex switched
@@ -30,6 +31,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { HistoryChecker, countByKind } from './checker.mjs';
 import { streamDirHistory, streamGitHistory } from './history.mjs';
+import { startTortureEtcd, streamEtcdHistory } from './etcd.mjs';
 import { rng } from './rng.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -73,12 +75,12 @@ function successors(generations) {
 }
 
 function usage(message) {
-  process.stderr.write(`torture: ${message}\nUsage: node torture/torture.mjs [--profile short|long] [--seed N] [--stores dir,git] [--no-baseline] [--sabotage] [--seconds S] [--workers N] [--json FILE] [--keep]\n`);
+  process.stderr.write(`torture: ${message}\nUsage: node torture/torture.mjs [--profile short|long] [--seed N] [--stores dir,git,etcd] [--no-baseline] [--sabotage] [--seconds S] [--workers N] [--json FILE] [--keep]\n`);
   process.exit(2);
 }
 
 function parseArgs(argv) {
-  const opts = { profile: 'short', seed: null, stores: ['dir', 'git'], baseline: true, sabotage: false, keep: false, seconds: null, workers: null, json: null };
+  const opts = { profile: 'short', seed: null, stores: ['dir', 'git', 'etcd'], baseline: true, sabotage: false, keep: false, seconds: null, workers: null, json: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const value = () => argv[++i] ?? usage(`${a} needs a value`);
@@ -95,7 +97,7 @@ function parseArgs(argv) {
     else usage(`unknown argument ${a}`);
   }
   if (!PROFILES[opts.profile]) usage(`unknown profile ${opts.profile} (short or long)`);
-  if (opts.stores.some((s) => s !== 'dir' && s !== 'git')) usage('--stores takes dir, git or dir,git');
+  if (opts.stores.some((s) => !['dir', 'git', 'etcd'].includes(s))) usage('--stores takes a comma-separated list of dir, git and etcd');
   for (const k of ['seed', 'seconds', 'workers']) {
     if (opts[k] !== null && !(Number.isInteger(opts[k]) && opts[k] >= 0)) usage(`--${k} takes a whole number`);
   }
@@ -267,7 +269,11 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
   const env = { dir, bin, ttlMs: store === 'git' ? 3000 : 2000, live: new Set() };
   let kinds = ['cli', 'node'];
   let remote = null;
-  if (store === 'dir' || store.sabotage) {
+  let etcd = null;
+  if (store === 'etcd') {
+    etcd = await startTortureEtcd(label);
+    env.spec = etcd.spec;
+  } else if (store === 'dir' || store.sabotage) {
     env.unsafe = Boolean(store.sabotage);
     env.spec = `dir:${path.join(dir, 'store')}`;
     env.journal = path.join(dir, 'journal.log');
@@ -347,6 +353,7 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
     checker.observe(cell, state);
   };
   if (remote) await streamGitHistory(remote, observe);
+  else if (etcd) await streamEtcdHistory(etcd.endpoints, observe).finally(() => etcd.stop());
   else await streamDirHistory(env.journal, observe);
   const violations = checker.finish({ acks, workers: records, endMs, ttlMs: env.ttlMs });
   const report = {
@@ -452,7 +459,7 @@ async function main() {
     const baselineSeconds = opts.seconds ?? profile.baselineSeconds;
     reports.push(await runStore({ staleMs: profile.baselineStaleMs }, { seconds: baselineSeconds, workers, seed: seed + 100, bin }));
   }
-  const baton = reports.filter((r) => r.store === 'dir' || r.store === 'git');
+  const baton = reports.filter((r) => ['dir', 'git', 'etcd'].includes(r.store));
   if (opts.sabotage) {
     reports.push(await runStore({ sabotage: true }, { seconds: Math.min(seconds, 10), workers: workers * 2, seed: seed + 200, bin }));
   }

@@ -301,6 +301,18 @@ impl Guest for Component {
     fn gc_outcome(request: String) -> Result<String, Error> {
         call("gc-outcome", request)
     }
+    fn etcd_keys(request: String) -> Result<String, Error> {
+        call("etcd-keys", request)
+    }
+    fn etcd_txn(request: String) -> Result<String, Error> {
+        call("etcd-txn", request)
+    }
+    fn etcd_list(request: String) -> Result<String, Error> {
+        call("etcd-list", request)
+    }
+    fn etcd_retry(request: String) -> Result<String, Error> {
+        call("etcd-retry", request)
+    }
 }
 
 export!(Component);

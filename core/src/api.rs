@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 51] = [
+pub const OPS: [&str; 55] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -71,6 +71,10 @@ pub const OPS: [&str; 51] = [
     "command-line",
     "gc-plan",
     "gc-outcome",
+    "etcd-keys",
+    "etcd-txn",
+    "etcd-list",
+    "etcd-retry",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -261,6 +265,25 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "command-line" => run(op, input, |r: crate::command_line::CommandLineRequest| crate::command_line::answer(&r)),
         "gc-plan" => run(op, input, |r: crate::gc::GcRequest| crate::gc::plan(&r)),
         "gc-outcome" => run(op, input, |r: crate::gc::OutcomeRequest| Ok(crate::gc::outcome(&r))),
+        "etcd-keys" => {
+            run(op, input, |r: EtcdKeysRequest| crate::stores::etcd::keys(&r.prefix, &r.env, r.scope.as_deref()))
+        }
+        "etcd-txn" => run(op, input, |r: EtcdTxnRequest| crate::stores::etcd::txn(&r.cell, &r.revisions, &r.changes)),
+        "etcd-list" => run(op, input, |r: EtcdListRequest| crate::stores::etcd::list(&r.env, &r.range, &r.kvs)),
+        "etcd-retry" => run(op, input, |r: EtcdRetryRequest| {
+            crate::stores::etcd::retry(
+                &r.what,
+                &r.endpoint,
+                &r.endpoints,
+                r.outcome,
+                r.code,
+                &r.detail,
+                r.attempts,
+                r.elapsed_ms,
+                r.budget_ms,
+                r.random,
+            )
+        }),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }
@@ -319,7 +342,9 @@ struct ScopeForRequest {
 /// `{kind: "git", remote, prefix, budgetMs}`, with `source` (`spec` or `default`) and a `notice` when a
 /// `baton run` outside CI (or without an `origin` remote) falls back to the embedded dir store.
 ///
-/// `spec` is `--store` or else `BATON_STORE` (the first non-blank): `dir:<path>` or `git:<remote>`. Without
+/// `spec` is `--store` or else `BATON_STORE` (the first non-blank): `dir:<path>`, `git:<remote>` or
+/// `etcd:<endpoint>[,<endpoint>...]` (answered by [`crate::stores::etcd::spec`] with `etcd`, the
+/// `BATON_ETCD_*` variables). Without
 /// one, `baton run` in CI (`ci`) in a repository with an `origin` remote uses `git:<origin>`; everything else
 /// uses `.baton` at the repository root (or in `cwd` outside a repository). `prefix` is `BATON_GIT_PREFIX`
 /// (default `baton-receipts`; `sponson-receipts` shares the original tool's store); `budgetMs` is
@@ -347,6 +372,9 @@ struct StoreSpecRequest {
     ci: bool,
     #[serde(default)]
     origin: Option<String>,
+    /// The `BATON_ETCD_*` variables as given (prefix, user, password, TLS paths), for an `etcd:` spec.
+    #[serde(default)]
+    etcd: Option<crate::stores::etcd::EtcdVars>,
 }
 
 fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
@@ -388,8 +416,9 @@ fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
             Ok(json!({ "kind": "dir", "path": path, "source": "spec", "label": format!("dir:{path}"), "mutexWaitMs": wait }))
         }
         Some(("git", remote)) if !remote.trim().is_empty() => Ok(git(remote.trim(), "spec")),
+        Some(("etcd", list)) => crate::stores::etcd::spec(list.trim(), &r.etcd.clone().unwrap_or_default(), budget),
         _ => Err(CoreError::usage(format!(
-            "unknown store `{}`: use dir:<path> (a directory on this machine) or git:<remote> (a git remote every runner can push to)",
+            "unknown store `{}`: use dir:<path> (a directory on this machine), git:<remote> (a git remote every runner can push to) or etcd:<endpoint>[,<endpoint>...] (an etcd cluster)",
             crate::gitstore::redact(&spec)
         ))
         .with("store", crate::gitstore::redact(&spec))),
@@ -541,6 +570,55 @@ struct RetryRequest {
     attempts: u32,
     #[serde(default)]
     rejections: u32,
+    elapsed_ms: u64,
+    budget_ms: u64,
+    random: f64,
+}
+
+/// `etcd-keys`: `{prefix, env, scope?}` -> `{env, cell?, keys?}` (see [`crate::stores::etcd::keys`]).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EtcdKeysRequest {
+    prefix: String,
+    env: String,
+    #[serde(default)]
+    scope: Option<String>,
+}
+
+/// `etcd-txn`: `{cell, revisions, changes}` -> `{compare, put, delete}` (see [`crate::stores::etcd::txn`]).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EtcdTxnRequest {
+    cell: String,
+    #[serde(default)]
+    revisions: std::collections::BTreeMap<String, i64>,
+    changes: Vec<crate::cell::Change>,
+}
+
+/// `etcd-list`: `{env, range, kvs: [{key, value}]}` -> `{cells: [{scope, text}]}`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EtcdListRequest {
+    env: String,
+    range: String,
+    kvs: Vec<crate::stores::etcd::Kv>,
+}
+
+/// `etcd-retry`: `{what, endpoint, endpoints, outcome, code?, detail?, attempts, elapsedMs, budgetMs,
+/// random}` -> `{retry, delayMs, next}` or the error that ends the operation (see
+/// [`crate::stores::etcd::retry`]).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct EtcdRetryRequest {
+    what: String,
+    endpoint: String,
+    endpoints: Vec<String>,
+    outcome: crate::stores::etcd::Outcome,
+    #[serde(default)]
+    code: Option<u32>,
+    #[serde(default)]
+    detail: String,
+    attempts: u32,
     elapsed_ms: u64,
     budget_ms: u64,
     random: f64,

@@ -10,6 +10,12 @@ use clap::{Args, Parser, Subcommand};
 /// and holds a lease on it while it works. Decisions are made by baton's core component; the store is a
 /// directory (.baton/ at the repository root unless --store or BATON_STORE names another).
 ///
+/// Stores: dir:<path> (one machine); git:<remote> (refs under BATON_GIT_PREFIX, default baton-receipts);
+/// etcd:<endpoint>[,<endpoint>...], e.g. etcd:http://10.0.0.5:2379,http://10.0.0.6:2379 (keys under
+/// BATON_ETCD_PREFIX, default /baton/; a user from BATON_ETCD_USER and BATON_ETCD_PASSWORD or
+/// user:password@ in the endpoint; TLS files by path in BATON_ETCD_CA, BATON_ETCD_CERT, BATON_ETCD_KEY).
+/// BATON_STORE_BUDGET_MS bounds every git or etcd operation (default 60000). Credentials are never printed.
+///
 /// Exit codes: 0 ok, 1 failed, 2 refused before doing anything (usage, context), 3 lock held or lost.
 /// With --json every command prints exactly one JSON envelope on stdout: {"ok":true,"command",...} or
 /// {"ok":false,"command","error":{"code","message","hint"?,...}}. Human text goes to stderr.
@@ -133,7 +139,8 @@ pub struct TargetArgs {
     /// How the scope is detected when --scope is not given.
     #[command(flatten)]
     pub ctx: ContextArgs,
-    /// Store, e.g. dir:/srv/baton [default: BATON_STORE, then .baton/ at the repository root]
+    /// Store: dir:<path>, git:<remote> or etcd:<endpoint>[,...] [default: BATON_STORE, then .baton/ at the
+    /// repository root]
     #[arg(long, value_name = "SPEC", env = "BATON_STORE", hide_env_values = true)]
     pub store: Option<String>,
     /// Print one JSON envelope on stdout

@@ -165,6 +165,10 @@ impl CoreComponent {
             "command-line" => d.call_command_line(s, &req),
             "gc-plan" => d.call_gc_plan(s, &req),
             "gc-outcome" => d.call_gc_outcome(s, &req),
+            "etcd-keys" => d.call_etcd_keys(s, &req),
+            "etcd-txn" => d.call_etcd_txn(s, &req),
+            "etcd-list" => d.call_etcd_list(s, &req),
+            "etcd-retry" => d.call_etcd_retry(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

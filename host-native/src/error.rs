@@ -68,7 +68,7 @@ impl HostError {
     /// An I/O failure on `what` with the OS error, with the error's POSIX name as detail `errno`. Its code
     /// and message are decided by the core (operation `io-error`: access denied or a read-only file system
     /// is `STORE_PERMISSION`, a full disk or quota `STORE_REJECTED`, a file where a directory should be
-    /// `USAGE`, anything else `INTERNAL`), which needs a core: until [`Self::classified`] runs, the error is
+    /// `USAGE`, anything else `INTERNAL`), which needs a core: until [`crate::engine::CoreComponent::classify`] runs, the error is
     /// `INTERNAL` with the OS's words. The stores classify what they return, and so does every command's
     /// output.
     pub fn io(what: impl fmt::Display, e: &std::io::Error) -> Self {

@@ -1,6 +1,6 @@
 //! The store corpus (`tests/stores/*.json`, format in the README there) on every native store: the dir
 //! store, the git store on a `file://` bare remote, and the git store through a `git daemon` on a loopback
-//! port of its own. Each handle is its own store object with its own core component, as two processes
+//! port of its own, and the etcd store on a real etcd of its own. Each handle is its own store object with its own core component, as two processes
 //! would be; the Node runner (`host-node/test/store-corpus.test.mjs`) runs the same files.
 //!
 //! After the corpus, each backend also runs the CLI journey of the former `store_conformance.rs` through
@@ -108,7 +108,9 @@ fn hex(text: &str) -> Vec<u8> {
 impl Case<'_> {
     fn open(&self, wait: Option<&str>) -> Result<Handle, HostError> {
         let mut core = CoreComponent::load()?;
-        let request = json!({ "spec": self.at.spec, "cwd": self.cwd.display().to_string(), "mutexWaitMs": wait });
+        let request = json!({
+            "spec": self.at.spec, "cwd": self.cwd.display().to_string(), "mutexWaitMs": wait, "etcd": self.at.etcd_vars(),
+        });
         let store = baton_native::commands::open_spec(&mut core, &request)?;
         Ok(Handle { core, store, stale: self.sabotaged.then(BTreeMap::new) })
     }
@@ -455,6 +457,21 @@ fn the_git_store_keeps_the_store_contract_over_git_daemon() {
     common::git(&t.0, &["init", "-q", "--bare", "remote.git"]);
     let store = format!("git:git://127.0.0.1:{}/remote.git", daemon.port);
     cli_journey("git daemon", &|args| json_in(&t.0, &store, args), &t.0, &store);
+}
+
+/// The etcd store on a real etcd of this test's own (one member, loopback ports of its own): the corpus,
+/// each case under a key prefix of its own, then the CLI journey under the default prefix.
+#[test]
+fn the_etcd_store_keeps_the_store_contract() {
+    let t = TempDir::new("corpus-etcd");
+    let etcd = common::etcd::Etcd::single("corpus");
+    let port = etcd.members[0].client;
+    run_corpus(Kind::Etcd, &t.0, Some(port));
+    let conflicts = corpus().into_iter().find(|(f, _)| f == "conflicts.json").unwrap();
+    let why = run_case(Kind::Etcd, &t.0, Some(port), 999, &conflicts, true).expect_err("a sabotaged etcd store passed");
+    assert!(why.starts_with("conflicts.json step 3 "), "etcd control: {why}");
+    let store = etcd.spec();
+    cli_journey("etcd", &|args| json_in(&t.0, &store, args), &t.0, &store);
 }
 
 /// A git store run by a script whose environment points git at another repository (a git hook sets

@@ -299,12 +299,14 @@ class DirStore extends CellStore {
 }
 
 /**
- * Opens the store named by `spec` (`dir:<path>` or `git:<remote>`), else by BATON_STORE, else `.baton/` at
+ * Opens the store named by `spec` (`dir:<path>`, `git:<remote>` or `etcd:<endpoint>[,...]`), else by BATON_STORE, else `.baton/` at
  * the git root of `cwd` (or in `cwd` outside a repository). Git is asked only when no store is named. A git
  * store takes its ref prefix from BATON_GIT_PREFIX and its time limit per operation from BATON_STORE_BUDGET_MS; a
  * dir store waits for a cell mutex `opts.mutexWaitMs`, else BATON_MUTEX_WAIT_MS (the core judges all three).
- * Throws USAGE for an unknown store or a variable that does not parse. With `run` (a run's store, as for
- * `baton run`), the default in CI (`CI` set) with an `origin` remote is that remote, as the CLI chooses.
+ * With `run` (a run's store, as for `baton run`), the default in CI (`CI` set) with an `origin` remote is
+ * that remote, as the CLI chooses. An etcd store takes its key prefix from BATON_ETCD_PREFIX (default `/baton/`), a user from BATON_ETCD_USER and
+ * BATON_ETCD_PASSWORD (or `user:password@` in the endpoint) and TLS files from BATON_ETCD_CA, BATON_ETCD_CERT and
+ * BATON_ETCD_KEY. Throws USAGE for an unknown store or a variable that does not parse.
  * @param {string} [spec]
  * @param {{cwd?: string, mutexWaitMs?: number, run?: boolean}} [opts]
  */
@@ -315,6 +317,15 @@ function openStore(spec, opts = {}) {
     prefix: process.env.BATON_GIT_PREFIX ?? null,
     budgetMs: process.env.BATON_STORE_BUDGET_MS ?? null,
     mutexWaitMs: process.env.BATON_MUTEX_WAIT_MS ?? null,
+    // The BATON_ETCD_* variables as given, for an `etcd:` spec (the core judges them).
+    etcd: {
+      prefix: process.env.BATON_ETCD_PREFIX ?? null,
+      user: process.env.BATON_ETCD_USER ?? null,
+      password: process.env.BATON_ETCD_PASSWORD ?? null,
+      ca: process.env.BATON_ETCD_CA ?? null,
+      cert: process.env.BATON_ETCD_CERT ?? null,
+      key: process.env.BATON_ETCD_KEY ?? null,
+    },
   };
   let answer = call('store-spec', { spec: named ?? null, repoRoot: null, cwd, ...git });
   if (answer.source === 'default') {
@@ -327,6 +338,11 @@ function openStore(spec, opts = {}) {
     // Required here, not at the top: git-store.cjs needs nothing of this file, and most users never load it.
     const { GitStore } = require('./git-store.cjs');
     return new GitStore(answer, { cwd });
+  }
+  if (answer.kind === 'etcd') {
+    // Required here: etcd3 (and gRPC) load only for an etcd store.
+    const { EtcdStore } = require('./etcd-store.cjs');
+    return new EtcdStore(answer);
   }
   if (answer.kind !== 'dir') throw hostError('USAGE', `this package cannot open a ${answer.kind} store`, { store: answer.label });
   // The option beats BATON_MUTEX_WAIT_MS, which the core parsed (`mutexWaitMs`, default 30 s).

@@ -1,5 +1,5 @@
 // The store corpus (tests/stores/*.json, format in the README there) on every Node store: the dir store,
-// the git store on a file:// bare remote, and the git store through a git daemon on a loopback port of its
+// the git store on a file:// bare remote, the etcd store on a real etcd of its own, and the git store through a git daemon on a loopback port of its
 // own. Each handle is its own store object (a git store: its own working clone and remembered tips), opened
 // through openStore with BATON_MUTEX_WAIT_MS as the case gives it. The Rust runner
 // (host-native/tests/store_corpus.rs) runs the same files on the native stores.
@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { blockEnv, family, location, mutexContent, peek, place, put, remove, startDaemon } from '../test-store-backend.mjs';
+import { startEtcd } from '../test-etcd.mjs';
 
 const require = createRequire(import.meta.url);
 const { openStore } = require('../js/dir-store.cjs');
@@ -47,16 +48,19 @@ function matches(expected, actual) {
   return expected === actual;
 }
 
-/** Opens a store on `spec` through openStore, with BATON_MUTEX_WAIT_MS set to `wait` (unset when undefined). */
-function open(spec, cwd, wait) {
-  const saved = process.env.BATON_MUTEX_WAIT_MS;
-  if (wait === undefined) delete process.env.BATON_MUTEX_WAIT_MS;
-  else process.env.BATON_MUTEX_WAIT_MS = wait;
+/**
+ * Opens a store on `spec` through openStore, with BATON_MUTEX_WAIT_MS set to `wait` and BATON_ETCD_PREFIX to
+ * `prefix` (each unset when undefined).
+ */
+function open(spec, cwd, wait, prefix) {
+  const saved = { BATON_MUTEX_WAIT_MS: process.env.BATON_MUTEX_WAIT_MS, BATON_ETCD_PREFIX: process.env.BATON_ETCD_PREFIX };
+  const set = (k, v) => (v === undefined ? delete process.env[k] : (process.env[k] = v));
+  set('BATON_MUTEX_WAIT_MS', wait);
+  set('BATON_ETCD_PREFIX', prefix);
   try {
     return openStore(spec, { cwd });
   } finally {
-    if (saved === undefined) delete process.env.BATON_MUTEX_WAIT_MS;
-    else process.env.BATON_MUTEX_WAIT_MS = saved;
+    for (const [k, v] of Object.entries(saved)) set(k, v);
   }
 }
 
@@ -97,7 +101,7 @@ async function runCase(c, loc, cwd, opener = open) {
     return versions.get(v);
   };
   const handle = (name) => {
-    if (!handles.has(name)) handles.set(name, opener(loc.spec, cwd, undefined));
+    if (!handles.has(name)) handles.set(name, opener(loc.spec, cwd, undefined, loc.prefix));
     return handles.get(name);
   };
   const cellOf = (step) => ({ env: step.env ?? c.cell?.env ?? 'preview', scope: step.scope ?? c.cell?.scope ?? 'pr-1' });
@@ -131,7 +135,7 @@ async function runCase(c, loc, cwd, opener = open) {
           case 'open': {
             let r;
             try {
-              handles.set(name, opener(loc.spec, cwd, step.mutexWaitMs));
+              handles.set(name, opener(loc.spec, cwd, step.mutexWaitMs, loc.prefix));
               r = { ok: {} };
             } catch (error) {
               r = { error };
@@ -242,6 +246,22 @@ test('the Node git store keeps the store contract over git daemon', async (t) =>
   }
 });
 
+test('the Node etcd store keeps the store contract on a real etcd', async (t) => {
+  const etcd = await startEtcd('corpus-node');
+  try {
+    await runCorpus(t, 'etcd', { port: etcd.members[0].client });
+    // The control on etcd too: without its compare-and-swap the corpus fails where it must.
+    const c = cases.find((x) => x.file === 'conflicts.json');
+    const e = await runCase(c, location('etcd', base, 999, etcd.members[0].client), base, withoutCompareAndSwap).then(
+      () => assert.fail('etcd: the corpus passed a store without compare-and-swap'),
+      (err) => err,
+    );
+    assert.match(e.message, /^conflicts\.json step 3 /, `etcd: ${e.message}`);
+  } finally {
+    await etcd.stop();
+  }
+});
+
 test('the Node dir store raises I/O failures as the core classifies them', async () => {
   const { transact } = require('../js/dir-store.cjs');
   const root = mkdtempSync(path.join(base, 'errno-'));
@@ -294,8 +314,8 @@ test('the Node git store runs git without the caller repository variables the co
  * A store without compare-and-swap, for the control below: it decides on the snapshot it loaded last (as a
  * store that commits "on the version it saw" without checking would) and commits whatever that decided.
  */
-function withoutCompareAndSwap(spec, cwd, wait) {
-  const store = open(spec, cwd, wait);
+function withoutCompareAndSwap(spec, cwd, wait, prefix) {
+  const store = open(spec, cwd, wait, prefix);
   const seen = new Map();
   const key = ({ env, scope }) => `${env}/${scope}`;
   const readWith = store.readWith.bind(store);

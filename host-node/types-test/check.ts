@@ -28,6 +28,7 @@ import {
   type Store,
   type DirStore,
   type GitStore,
+  type EtcdStore,
   type CellStore,
   type CheckResult,
   type CreatedBy,
@@ -270,6 +271,9 @@ async function ownership(store: Store): Promise<void> {
 
 async function git(): Promise<void> {
   const store: GitStore = openStore('git:https://x-access-token:t@github.com/o/r.git', { cwd: '/tmp' });
+  const etcd: EtcdStore = openStore('etcd:http://127.0.0.1:2379,http://127.0.0.1:22379');
+  const etcdPrefix: string = etcd.prefix;
+  void etcdPrefix;
   const kind: 'git' = store.kind;
   const label: string = store.path;
   const prefix: string = store.prefix;
@@ -292,6 +296,9 @@ async function git(): Promise<void> {
   if (any.kind === 'git') {
     const p: string = any.prefix;
     void p;
+  } else if (any.kind === 'etcd') {
+    const e: EtcdStore = any;
+    void e;
   } else {
     const dir: DirStore = any;
     const wait: number = dir.mutexWaitMs;

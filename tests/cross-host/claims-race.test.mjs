@@ -2,7 +2,8 @@
 // OWNED_BY_OTHER_SCOPE before it creates anything (issue 11, core/src/claims). Each round starts two runs
 // in two scopes of one environment, holds both at a barrier (a file) right before `ledger check --change`,
 // then lets them go together: check, intend, (the create), record. 20 rounds of two `baton run`s and 20
-// of a `baton run` against a Node `withLease`, on the dir store and on a git remote (`file://` bare repo).
+// of a `baton run` against a Node `withLease`, on the dir store, on a git remote (`file://` bare repo) and on
+// a real etcd (started once for this file on loopback ports of its own; a fresh key prefix per round).
 // Needs the CLI (BATON_BIN, built by scripts/test.sh); never skipped.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +13,7 @@ import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startEtcd } from '../../host-node/test-etcd.mjs';
 
 const pkgDir = fileURLToPath(new URL('../../host-node', import.meta.url));
 const bin = process.env.BATON_BIN ?? fileURLToPath(new URL('../../target/debug/baton', import.meta.url));
@@ -35,7 +37,7 @@ function adapterScript(dir, scope) {
 
 /** `baton run` in `scope`; resolves `{who, status, stderr}`. */
 function cliRun(store, dir, scope) {
-  const env = { ...process.env, PATH: `${path.dirname(bin)}:${process.env.PATH}`, BATON_STORE: store };
+  const env = { ...process.env, ...store.env, PATH: `${path.dirname(bin)}:${process.env.PATH}`, BATON_STORE: store.spec };
   const child = spawn(bin, ['run', '--env', 'preview', '--scope', scope, '--', 'sh', '-c', adapterScript(dir, scope)], {
     env,
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -53,7 +55,7 @@ function nodeRun(store, dir, scope) {
     const res = { adapter: 'fake', key: 'shared' };
     const context = { env: 'preview', scope: ${JSON.stringify(scope)}, branch: null, sha: null, pr: null };
     const gate = () => new Promise((r) => { const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(`${dir}/go`)})) { clearInterval(t); r(); } }, 2); });
-    withLease(openStore(${JSON.stringify(store)}), { env: 'preview', scope: ${JSON.stringify(scope)}, context, handleSignals: false }, async (lease) => {
+    withLease(openStore(${JSON.stringify(store.spec)}), { env: 'preview', scope: ${JSON.stringify(scope)}, context, handleSignals: false }, async (lease) => {
       fs.writeFileSync(${JSON.stringify(dir)} + '/ready-' + ${JSON.stringify(scope)}, '');
       await gate();
       await lease.check(res, { change: true });
@@ -61,7 +63,7 @@ function nodeRun(store, dir, scope) {
       fs.writeFileSync(${JSON.stringify(path.join(dir, `created-${scope}`))}, '');
       await lease.record(res, 'made-by-${scope}');
     }).then(() => process.exit(0), (e) => { console.error('error ' + e.code + ': ' + e.message); process.exit(1); });`;
-  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['-e', script], { env: { ...process.env, ...store.env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   return once(child, 'exit').then(([status]) => ({ who: scope, status, stderr }));
@@ -69,7 +71,10 @@ function nodeRun(store, dir, scope) {
 
 /** The ledger of `scope` as `baton ledger list` prints it (`owns<TAB>createdBy<TAB>adapter<TAB>key<TAB>id`). */
 function owned(store, scope) {
-  const out = execFileSync(bin, ['ledger', 'list', '--env', 'preview', '--scope', scope, '--store', store, '--json'], { encoding: 'utf8' });
+  const out = execFileSync(bin, ['ledger', 'list', '--env', 'preview', '--scope', scope, '--store', store.spec, '--json'], {
+    encoding: 'utf8',
+    env: { ...process.env, ...store.env },
+  });
   return JSON.parse(out).owns.filter((r) => r.createdBy !== 'adopted').map((r) => `${r.key}:${r.id}`);
 }
 
@@ -106,12 +111,14 @@ async function race(label, makeStore, left, right) {
   return winners;
 }
 
-const dirStore = (dir) => `dir:${dir}/store`;
+const dirStore = (dir) => ({ spec: `dir:${dir}/store`, env: {} });
 function gitStore(dir) {
   const remote = path.join(dir, 'remote.git');
   execFileSync('git', ['init', '--bare', '--quiet', remote]);
-  return `git:file://${remote}`;
+  return { spec: `git:file://${remote}`, env: {} };
 }
+let etcd = null;
+const etcdStore = (dir) => ({ spec: etcd.spec, env: { BATON_ETCD_PREFIX: `/baton-race/${path.basename(dir)}/` } });
 
 test(`two baton runs in two scopes create one resource at once, ${ROUNDS} times (dir store): one owner`, async () => {
   const winners = await race('cli/cli dir', dirStore, cliRun, cliRun);
@@ -131,6 +138,15 @@ test(`two baton runs create one resource at once, ${ROUNDS} times (git remote): 
 test(`a baton run and a Node withLease create one resource at once, ${ROUNDS} times (git remote): one owner`, async () => {
   const winners = await race('cli/node git', gitStore, cliRun, nodeRun);
   console.log(`# cli vs node on git: wins ${JSON.stringify(winners)}`);
+});
+
+test(`a baton run and a Node withLease, then two baton runs, create one resource at once, ${ROUNDS} times each (etcd): one owner`, async (t) => {
+  etcd = await startEtcd('claims-race');
+  t.after(() => etcd.stop());
+  const winners = await race('cli/node etcd', etcdStore, cliRun, nodeRun);
+  console.log(`# cli vs node on etcd: wins ${JSON.stringify(winners)}`);
+  const both = await race('cli/cli etcd', etcdStore, cliRun, cliRun);
+  console.log(`# cli vs cli on etcd: wins ${JSON.stringify(both)}`);
 });
 
 test('the claim names the owner, and its cell is where the core says (dir store)', async () => {

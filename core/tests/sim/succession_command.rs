@@ -640,6 +640,15 @@ impl World<'_> {
                         self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
                         return Ok(Err("OWNED_BY_OTHER_SCOPE"));
                     }
+                    // A newer run of this scope claimed it: this run's lease was taken over (as a fenced write's).
+                    Err(e) if e.code.as_str() == "LOCK_LOST" => {
+                        self.c.writes_refused += 1;
+                        self.note(
+                            r,
+                            What::Commit { op: name, cell: c, result: "LOCK_LOST", fault: "", ledger: 0, seq: 0 },
+                        );
+                        return Ok(Err("LOCK_LOST"));
+                    }
                     Err(e) => return Err(fail(self, e)),
                 };
                 if let Some(need) = answer.get("need") {

@@ -10,7 +10,7 @@ pub mod write;
 
 use crate::engine::CoreComponent;
 use crate::error::HostError;
-use crate::store::{DirStore, GitEnv, GitStore, Store};
+use crate::store::{DirStore, EtcdStore, GitEnv, GitStore, Store};
 use serde_json::{Value, json};
 
 /// Opens the store named by `spec` (`--store` / `BATON_STORE`), or the default: `.baton/` at the repository
@@ -33,8 +33,22 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Re
         "run": run,
         "ci": ci,
         "origin": origin,
+        "etcd": etcd_vars(),
     });
     open_spec(core, &request)
+}
+
+/// The `BATON_ETCD_*` variables as given, for the core's `store-spec` (it judges them).
+pub fn etcd_vars() -> serde_json::Value {
+    let var = |k: &str| std::env::var(k).ok();
+    json!({
+        "prefix": var("BATON_ETCD_PREFIX"),
+        "user": var("BATON_ETCD_USER"),
+        "password": var("BATON_ETCD_PASSWORD"),
+        "ca": var("BATON_ETCD_CA"),
+        "cert": var("BATON_ETCD_CERT"),
+        "key": var("BATON_ETCD_KEY"),
+    })
 }
 
 /// Opens the store the core's `store-spec` chooses for `request` (its format: `{spec?, repoRoot?, cwd,
@@ -70,6 +84,7 @@ fn open_answered(core: &mut CoreComponent, request: &serde_json::Value) -> Resul
             let budget = answer["budgetMs"].as_u64().unwrap_or(60_000);
             Ok(Store::Git(GitStore::new(remote, prefix, budget, label, GitEnv::from_core(core)?)))
         }
+        Some("etcd") => Ok(Store::Etcd(EtcdStore::open(&answer)?)),
         _ => Err(HostError::usage(format!("the store {} is not supported by this build", answer["label"]))),
     }
 }

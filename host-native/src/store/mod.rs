@@ -5,6 +5,7 @@
 //! meaning, so everything above this module is store-agnostic.
 
 pub mod dir;
+pub mod etcd;
 #[cfg(feature = "test-faults")]
 pub mod faults;
 pub mod git;
@@ -12,6 +13,7 @@ pub mod mutex;
 pub mod process;
 
 pub use dir::DirStore;
+pub use etcd::EtcdStore;
 pub use git::{GitEnv, GitStore};
 
 use crate::engine::CoreComponent;
@@ -25,6 +27,8 @@ pub enum Store {
     Dir(DirStore),
     /// `git:<remote>`: one orphan ref per cell on a remote every runner can push to.
     Git(GitStore),
+    /// `etcd:<endpoints>`: one etcd transaction per commit, comparing the cell's revisions.
+    Etcd(EtcdStore),
     /// Another store with the test faults of the environment around it (`test-faults` builds only).
     #[cfg(feature = "test-faults")]
     Faulty(Box<Self>, faults::Faults),
@@ -46,16 +50,18 @@ impl Store {
         match self {
             Self::Dir(s) => s.spec(),
             Self::Git(s) => s.spec(),
+            Self::Etcd(s) => s.spec(),
             #[cfg(feature = "test-faults")]
             Self::Faulty(s, _) => s.spec(),
         }
     }
 
-    /// The budget of one store operation (`BATON_STORE_BUDGET_MS`), for stores that have one (git).
+    /// The budget of one store operation (`BATON_STORE_BUDGET_MS`), for stores that have one (git, etcd).
     pub fn budget_ms(&self) -> Option<u64> {
         match self {
             Self::Dir(_) => None,
             Self::Git(s) => Some(s.budget_ms()),
+            Self::Etcd(s) => Some(s.budget_ms()),
             #[cfg(feature = "test-faults")]
             Self::Faulty(s, _) => s.budget_ms(),
         }
@@ -67,6 +73,7 @@ impl Store {
         match self {
             Self::Dir(s) => s.spec(),
             Self::Git(s) => s.export_spec(),
+            Self::Etcd(s) => s.export_spec(),
             #[cfg(feature = "test-faults")]
             Self::Faulty(s, _) => s.export_spec(),
         }
@@ -99,6 +106,7 @@ impl Store {
         match self {
             Self::Dir(s) => s.transact(core, env, scope, decide),
             Self::Git(s) => s.transact(core, env, scope, deadline, decide),
+            Self::Etcd(s) => s.transact(core, env, scope, deadline, decide),
             #[cfg(feature = "test-faults")]
             Self::Faulty(inner, f) => {
                 let answer = match &**inner {
@@ -122,6 +130,7 @@ impl Store {
         match self {
             Self::Dir(s) => s.read(core, env, scope, decide),
             Self::Git(s) => s.read(core, env, scope, decide),
+            Self::Etcd(s) => s.read(core, env, scope, decide),
             #[cfg(feature = "test-faults")]
             Self::Faulty(s, _) => return s.read(core, env, scope, decide),
         }
@@ -133,6 +142,7 @@ impl Store {
         match self {
             Self::Dir(s) => s.list(core, env),
             Self::Git(s) => s.list(core, env),
+            Self::Etcd(s) => s.list(core, env),
             #[cfg(feature = "test-faults")]
             Self::Faulty(s, _) => return s.list(core, env),
         }
@@ -150,6 +160,7 @@ impl Store {
         match self {
             Self::Dir(s) => s.read_file(core, env, scope, file),
             Self::Git(s) => s.read_file(core, env, scope, file),
+            Self::Etcd(s) => s.read_file(core, env, scope, file),
             #[cfg(feature = "test-faults")]
             Self::Faulty(s, _) => return s.read_file(core, env, scope, file),
         }

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)] // each test binary uses a different subset; `pub` for the test crates
 
+pub mod etcd;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

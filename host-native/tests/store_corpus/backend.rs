@@ -1,6 +1,7 @@
 //! The backends of the store corpus, and what the runner does to them behind every handle's back (`put`,
 //! `remove`, `peek`, `mutex`, `block-env`): plain files for the dir store, plumbing on the bare remote for
-//! the git stores (the remote is a local directory for both `file://` and `git daemon`).
+//! the git stores (the remote is a local directory for both `file://` and `git daemon`), `etcdctl` for the
+//! etcd store (each case under a key prefix of its own on one etcd).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ pub(crate) enum Kind {
     Dir,
     GitFile,
     GitDaemon,
+    Etcd,
 }
 
 impl Kind {
@@ -20,6 +22,7 @@ impl Kind {
         match self {
             Self::Dir => "dir",
             Self::GitFile | Self::GitDaemon => "git",
+            Self::Etcd => "etcd",
         }
     }
 }
@@ -31,6 +34,8 @@ pub(crate) struct Location {
     pub(crate) spec: String,
     /// The dir store's root, or the bare remote.
     pub(crate) path: PathBuf,
+    /// The etcd store's endpoint and key prefix (`BATON_ETCD_PREFIX`).
+    pub(crate) etcd: Option<(String, String)>,
 }
 
 /// Where a cell lives: its directory (in a git store: inside the ref's tree) and, for git, its ref.
@@ -42,12 +47,18 @@ pub(crate) struct Place {
 const PREFIX: &str = "refs/heads/baton-receipts";
 
 impl Location {
-    /// A fresh store for case number `n` under `base` (for git daemon: served at `git://127.0.0.1:port/`).
+    /// A fresh store for case number `n` under `base` (for git daemon: served at `git://127.0.0.1:port/`;
+    /// for etcd: the prefix `/corpus-<pid>-<n>/` on the etcd at `127.0.0.1:port`).
     pub(crate) fn new(kind: Kind, base: &Path, n: usize, port: Option<u16>) -> Self {
         match kind {
             Kind::Dir => {
                 let path = base.join(format!("case-{n}")).join("store");
-                Self { kind, spec: format!("dir:{}", path.display()), path }
+                Self { kind, spec: format!("dir:{}", path.display()), path, etcd: None }
+            }
+            Kind::Etcd => {
+                let endpoint = format!("http://127.0.0.1:{}", port.expect("the etcd port"));
+                let prefix = format!("/corpus-{}-{n}/", std::process::id());
+                Self { kind, spec: format!("etcd:{endpoint}"), path: base.to_owned(), etcd: Some((endpoint, prefix)) }
             }
             Kind::GitFile | Kind::GitDaemon => {
                 let name = format!("remote-{n}.git");
@@ -57,7 +68,7 @@ impl Location {
                     Some(port) => format!("git:git://127.0.0.1:{port}/{name}"),
                     None => format!("git:file://{}", path.display()),
                 };
-                Self { kind, spec, path }
+                Self { kind, spec, path, etcd: None }
             }
         }
     }
@@ -76,8 +87,19 @@ impl Location {
         }
     }
 
+    /// The `BATON_ETCD_*` variables of `store-spec` for this location (`null` but for etcd).
+    pub(crate) fn etcd_vars(&self) -> Value {
+        self.etcd.as_ref().map_or(Value::Null, |(_, prefix)| serde_json::json!({ "prefix": prefix }))
+    }
+
     /// Writes `files` into the cell at `place`.
     pub(crate) fn put(&self, place: &Place, files: &[(String, Vec<u8>)]) {
+        if let Some((endpoint, prefix)) = &self.etcd {
+            for (name, bytes) in files {
+                etcdctl(endpoint, &["put", &format!("{prefix}{}/{name}", place.dir)], Some(bytes));
+            }
+            return;
+        }
         if self.kind == Kind::Dir {
             let dir = self.path.join(&place.dir);
             std::fs::create_dir_all(&dir).unwrap();
@@ -110,7 +132,9 @@ impl Location {
 
     /// Deletes the cell at `place` (a dir store's directory, a git store's ref).
     pub(crate) fn remove(&self, place: &Place) {
-        if self.kind == Kind::Dir {
+        if let Some((endpoint, prefix)) = &self.etcd {
+            etcdctl(endpoint, &["del", "--prefix", &format!("{prefix}{}/", place.dir)], None);
+        } else if self.kind == Kind::Dir {
             std::fs::remove_dir_all(self.path.join(&place.dir)).unwrap();
         } else {
             run_git(&["update-ref", "-d", &place.reference], Some(&self.path), None, &[]);
@@ -119,6 +143,12 @@ impl Location {
 
     /// The text of `file` of the cell at `place`, if it exists.
     pub(crate) fn peek(&self, place: &Place, file: &str) -> Option<String> {
+        if let Some((endpoint, prefix)) = &self.etcd {
+            let key = format!("{prefix}{}/{file}", place.dir);
+            // etcdctl prints the value and a newline; nothing for an absent key.
+            let out = etcdctl(endpoint, &["get", &key, "--print-value-only"], None);
+            return out.strip_suffix('\n').map(str::to_owned);
+        }
         if self.kind == Kind::Dir {
             return std::fs::read(self.path.join(&place.dir).join(file))
                 .ok()
@@ -142,6 +172,25 @@ impl Location {
         let out = git_command(&["rev-parse", "--verify", "-q", reference], Some(&self.path)).output().unwrap();
         out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
     }
+}
+
+/// Runs `etcdctl` on `endpoint` (with `stdin`); panics unless it succeeds; its stdout.
+fn etcdctl(endpoint: &str, args: &[&str], stdin: Option<&[u8]>) -> String {
+    let mut child = Command::new("etcdctl")
+        .args(["--endpoints", endpoint])
+        .args(args)
+        .env("ETCDCTL_API", "3")
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        std::io::Write::write_all(&mut pipe, bytes).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "etcdctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The content of a `lock.mutex` (docs/dir-store.md) owned by a process that has exited, by this process

@@ -1,0 +1,235 @@
+//! The etcd store, printed as ratios against baselines measured in the same run (never asserted), on an
+//! etcd of its own (`etcd` on free loopback ports with a temp data dir, stopped at the end): the lease
+//! cycle (acquire, one fenced write, release) in process and as three CLI processes, against the floor of
+//! three raw etcd transactions (compare a revision, put) made with the same client crate (`etcd-client`),
+//! and `etcdctl lock <name> true` as one process (etcd's own lock: lease grant, lock, unlock, revoke).
+//!
+//! `bash scripts/bench.sh` runs it; alone: `cargo build --release -p baton-native --bin baton --example
+//! bench_etcd && BATON_BIN=target/release/baton target/release/examples/bench_etcd`.
+
+use baton_native::commands::open_store;
+use baton_native::engine::CoreComponent;
+use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
+use serde_json::{Value, json};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CYCLES: usize = 61;
+
+fn median(mut s: Vec<f64>) -> f64 {
+    s.sort_by(f64::total_cmp);
+    s[s.len() / 2]
+}
+
+/// Median wall time of `runs` calls of `f`, in milliseconds.
+fn median_ms(runs: usize, mut f: impl FnMut()) -> f64 {
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect(),
+    )
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("its address").port()
+}
+
+/// A one-member etcd on free loopback ports with its data in `dir`; waits until it answers.
+fn start_etcd(dir: &Path) -> (Child, String) {
+    let (client, peer) = (free_port(), free_port());
+    let url = format!("http://127.0.0.1:{client}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let child = Command::new("etcd")
+        .args(["--name", "bench", "--data-dir"])
+        .arg(dir)
+        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+        .args(["--listen-peer-urls", &peer_url, "--initial-advertise-peer-urls", &peer_url])
+        .args(["--initial-cluster", &format!("bench={peer_url}"), "--log-level", "warn", "--logger", "zap"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("etcd is not installed: run scripts/setup.sh");
+    let started = Instant::now();
+    while !etcdctl(&url, &["endpoint", "health"]) {
+        assert!(started.elapsed() < Duration::from_secs(30), "etcd did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (child, url)
+}
+
+fn etcdctl(url: &str, args: &[&str]) -> bool {
+    Command::new("etcdctl")
+        .args(["--endpoints", url])
+        .args(args)
+        .env("ETCDCTL_API", "3")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs `baton <args> --json` in `dir` with `envs`, asserting success; returns the JSON envelope.
+fn baton(bin: &str, dir: &Path, args: &[&str], envs: &[(&str, &str)], stdin: Option<&str>) -> Value {
+    let mut child = Command::new(bin)
+        .current_dir(dir)
+        .args(args)
+        .arg("--json")
+        .envs(envs.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("baton spawns");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.unwrap_or("").as_bytes()).expect("stdin written");
+    drop(input);
+    let out = child.wait_with_output().expect("baton runs");
+    assert!(out.status.success(), "baton {args:?} failed: {}", String::from_utf8_lossy(&out.stdout));
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+fn main() {
+    let bin = std::env::var("BATON_BIN").unwrap_or_else(|_| "target/release/baton".into());
+    let bin = std::fs::canonicalize(&bin).map_or(bin, |p| p.display().to_string());
+    let tmp = std::env::temp_dir().join(format!("baton-bench-etcd-{}", std::process::id()));
+    let cwd = tmp.join("cwd");
+    std::fs::create_dir_all(&cwd).expect("temp dir");
+    let (mut etcd, url) = start_etcd(&tmp.join("data"));
+    let spec = format!("etcd:{url}");
+
+    // Floor: three transactions, each comparing the key's revision and writing it, with etcd-client.
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    let mut client = rt.block_on(Client::connect([url.as_str()], None)).expect("connects");
+    let mut same_client = client.clone();
+    let mut revision = 0;
+    let mut raw_txn = || {
+        let txn = Txn::new()
+            .when(vec![Compare::mod_revision("/bench/floor", CompareOp::Equal, revision)])
+            .and_then(vec![TxnOp::put("/bench/floor", "x", None)]);
+        let r = rt.block_on(client.txn(txn)).expect("txn");
+        assert!(r.succeeded(), "the floor's compare held");
+        revision = r.header().expect("a header").revision();
+    };
+    raw_txn();
+    // The same three transactions shaped as baton's: three compares, two puts, three gets if refused.
+    let mut revs = [0i64; 3];
+    let mut shaped_txn = || {
+        let keys = ["/bench/shaped/lock.json", "/bench/shaped/epoch.json", "/bench/shaped/latest.json"];
+        let txn = Txn::new()
+            .when(
+                keys.iter().zip(revs).map(|(k, r)| Compare::mod_revision(*k, CompareOp::Equal, r)).collect::<Vec<_>>(),
+            )
+            .and_then(vec![TxnOp::put(keys[0], "{}", None), TxnOp::put(keys[1], "{}", None)])
+            .or_else(keys.iter().map(|k| TxnOp::get(*k, None)).collect::<Vec<_>>());
+        let r = rt.block_on(same_client.txn(txn)).expect("txn");
+        assert!(r.succeeded(), "the shaped compare held");
+        let rev = r.header().expect("a header").revision();
+        revs = [rev, rev, 0];
+    };
+    shaped_txn();
+
+    // The same cycle in process, through the library's store (one client, the cell as last committed).
+    let mut core = CoreComponent::load().expect("the component loads");
+    let store = open_store(&mut core, Some(&spec), false).expect("opens the etcd store");
+    let mut i = 0u64;
+    let mut in_process_cycle = || {
+        i += 1;
+        let holder = format!("inproc-{i}");
+        let lock = store
+            .transact(&mut core, "preview", "pr-2", |core, cell, now| {
+                core.invoke("lock-acquire", &json!({ "cell": cell, "holder": holder, "ttlMs": 60_000, "nowMs": now }))
+            })
+            .expect("acquires");
+        let epoch = lock["lock"]["epoch"].clone();
+        store
+            .transact(&mut core, "preview", "pr-2", |core, cell, _| {
+                core.invoke(
+                    "fenced-write",
+                    &json!({ "cell": cell, "holder": holder, "epoch": epoch, "file": "state.json", "content": "{}" }),
+                )
+            })
+            .expect("writes");
+        store
+            .transact(&mut core, "preview", "pr-2", |core, cell, _| {
+                core.invoke("lock-release", &json!({ "cell": cell, "holder": holder, "epoch": epoch }))
+            })
+            .expect("releases");
+    };
+    in_process_cycle();
+    // Interleaved, one floor sample then one cycle, so that the machine's drift hits both alike.
+    let (mut floors, mut cycles, mut shaped) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..CYCLES {
+        let t = Instant::now();
+        for _ in 0..3 {
+            shaped_txn();
+        }
+        shaped.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        for _ in 0..3 {
+            raw_txn();
+        }
+        floors.push(t.elapsed().as_secs_f64() * 1e3);
+        let t = Instant::now();
+        in_process_cycle();
+        cycles.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let (floor, in_process, shaped) = (median(floors), median(cycles), median(shaped));
+
+    // The lease cycle through the CLI: three processes.
+    let store_args = ["--store", spec.as_str(), "--scope", "pr-1"];
+    let cycle = || {
+        let lock = baton(&bin, &cwd, &[&["lock", "acquire"][..], &store_args].concat(), &[], None);
+        let holder = lock["lock"]["holder"].as_str().expect("holder in the envelope").to_owned();
+        let epoch = lock["lock"]["epoch"].to_string();
+        let envs = [("BATON_HOLDER", holder.as_str()), ("BATON_EPOCH", epoch.as_str())];
+        baton(&bin, &cwd, &[&["write", "state.json"][..], &store_args].concat(), &envs, Some("{}"));
+        baton(&bin, &cwd, &[&["lock", "release"][..], &store_args].concat(), &envs, None);
+    };
+    cycle();
+    let cli_runs = CYCLES.min(15);
+    let cli = median_ms(cli_runs, cycle);
+
+    // What the core's decisions of one cycle cost (the same calls, no store): for reading the ratio.
+    let cell = json!({ "env": "preview", "scope": "pr-2", "files": {} });
+    let decisions = median_ms(CYCLES, || {
+        for op in ["lock-acquire", "fenced-write", "lock-release"] {
+            let _ = core.invoke(
+                "store-deadline",
+                &json!({ "nowMs": 0, "startedMs": 0, "budgetMs": 60_000, "deadlineMs": null }),
+            );
+            let _ = core.invoke(op, &json!({ "cell": cell, "holder": "h", "ttlMs": 60_000, "nowMs": 1, "epoch": 1, "file": "state.json", "content": "{}" }));
+            let _ = core.invoke("etcd-txn", &json!({ "cell": "/baton/preview/pr-2/", "revisions": {}, "changes": [{ "op": "write", "file": "lock.json", "content": "{}" }] }));
+        }
+    });
+
+    // etcd's own lock as one process: lease grant, lock, run `true`, unlock, lease revoke.
+    let etcdctl_lock = median_ms(cli_runs, || assert!(etcdctl(&url, &["lock", "bench-lock", "true"]), "etcdctl lock"));
+
+    println!("lease cycle on the etcd store, one local etcd member (median of {CYCLES}; processes: {cli_runs})");
+    println!("  native in-process (EtcdStore, one client)                {in_process:>8.2} ms per cycle");
+    println!(
+        "  3 raw etcd transactions (etcd-client, compare + put)     {floor:>8.2} ms   (interleaved with the above)"
+    );
+    println!("  3 raw etcd transactions shaped as baton's (3 compares)   {shaped:>8.2} ms   (interleaved too)");
+    println!("  the core's 9 calls of one cycle, alone                   {decisions:>8.2} ms");
+    println!("  baton CLI, 3 processes (acquire, fenced write, release)  {cli:>8.2} ms per cycle");
+    println!("  etcdctl lock <name> true, 1 process                      {etcdctl_lock:>8.2} ms");
+    println!(
+        "  ratio in-process / raw txns: {:.2}x (target 1.2x; / shaped txns {:.2}x)   CLI / raw txns: {:.2}x   CLI / etcdctl lock: {:.2}x",
+        in_process / floor,
+        in_process / shaped,
+        cli / floor,
+        cli / etcdctl_lock
+    );
+
+    drop(store);
+    let _ = etcd.kill();
+    let _ = etcd.wait();
+    let _ = std::fs::remove_dir_all(&tmp);
+}

@@ -1,0 +1,467 @@
+//! The etcd store (`etcd:<endpoint>[,<endpoint>...]`): the file `f` of the cell `env/scope` is the key
+//! `<prefix><env dir>/<scope dir>/f` (prefix `BATON_ETCD_PREFIX`, default `/baton/`). A transaction reads
+//! the cell's state files and their `mod_revision`s in one read-only etcd transaction, asks the core, and
+//! commits the answer's changes in ONE etcd transaction that compares every state file's `mod_revision`
+//! with what it read (the core's `etcd-txn`); a refused compare is a conflict, answered by a fresh read
+//! and a new decision. A list is one range read of the environment (`etcd-list`). Layout, the
+//! compare-and-swap and the retry rules are the core's (`core/src/stores/etcd.rs`), as in the Node store.
+//!
+//! Every operation has a deadline: the store budget (`BATON_STORE_BUDGET_MS`) from when it was asked for,
+//! bounded by the caller's (a held lease's `store_deadline`), as the core's `store-deadline` decides. One
+//! request to one endpoint may take the core's `attemptMs` at most; a failed or silent endpoint passes the
+//! operation to the next endpoint, and the core's `etcd-retry` says when to stop (`STORE_PERMISSION` for
+//! refused credentials, `STORE_CONTENDED` naming the endpoints when none answered in time).
+
+mod conn;
+
+use crate::engine::CoreComponent;
+use crate::error::HostError;
+use conn::{Conns, Failure, TlsFiles};
+use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// An etcd store. Clones share the connections.
+#[derive(Clone)]
+pub struct EtcdStore {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for EtcdStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EtcdStore({})", self.inner.label)
+    }
+}
+
+struct Inner {
+    conns: Conns,
+    prefix: String,
+    budget_ms: u64,
+    attempt_ms: u64,
+    label: String,
+    export_spec: String,
+    /// The endpoint requests go to first: the last one that answered.
+    current: AtomicUsize,
+    /// Each cell as this store last committed it (by its key range): the next transaction decides on it
+    /// without a read, and its compare refuses it if anyone changed the cell since.
+    cells: Mutex<HashMap<String, Loaded>>,
+    /// The core's `etcd-keys` answers, by env and scope.
+    keys: Mutex<HashMap<(String, Option<String>), Value>>,
+}
+
+/// The time bounds of one operation.
+struct Op {
+    started: Instant,
+    end: Instant,
+    attempts: u32,
+    /// The last failure, for the error when the deadline then cuts the operation short.
+    last: (usize, String),
+}
+
+impl Op {
+    fn elapsed_ms(&self) -> u64 {
+        ms(self.started.elapsed())
+    }
+
+    fn budget_ms(&self) -> u64 {
+        ms(self.end.saturating_duration_since(self.started))
+    }
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A cell as loaded: the snapshot's files and each state file's `mod_revision`.
+#[derive(Clone)]
+struct Loaded {
+    files: Map<String, Value>,
+    revisions: BTreeMap<String, i64>,
+}
+
+impl Loaded {
+    /// The state files of `names` from the answers of their gets (`(value, mod_revision)` or `None`).
+    fn from_gets(names: &[(String, String)], got: Vec<Option<(String, i64)>>) -> Self {
+        let mut loaded = Self { files: Map::new(), revisions: BTreeMap::new() };
+        for ((file, _), found) in names.iter().zip(got) {
+            if let Some((text, revision)) = found {
+                loaded.files.insert(file.clone(), text.into());
+                loaded.revisions.insert(file.clone(), revision);
+            }
+        }
+        loaded
+    }
+
+    /// The cell after `changes` committed at `revision`: its state files (`names`) only, as a load reads.
+    fn after(mut self, names: &[(String, String)], changes: &[Value], revision: i64) -> Self {
+        for c in changes {
+            let Some(file) = c["file"].as_str() else { continue };
+            if !names.iter().any(|(f, _)| f == file) {
+                continue;
+            }
+            if c["op"] == "write" {
+                self.files.insert(file.to_owned(), c["content"].clone());
+                self.revisions.insert(file.to_owned(), revision);
+            } else {
+                self.files.remove(file);
+                self.revisions.remove(file);
+            }
+        }
+        self
+    }
+}
+
+/// The `(file, key)` of each state file of a cell, from the core's `etcd-keys`.
+fn state_keys(keys: &Value) -> Vec<(String, String)> {
+    keys["keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| Some((k["file"].as_str()?.to_owned(), k["key"].as_str()?.to_owned())))
+        .collect()
+}
+
+/// The first key of each get of a transaction's answer: `(value, mod_revision)`, or `None`.
+fn gets_of(answer: &etcd_client::TxnResponse) -> Vec<Option<(String, i64)>> {
+    answer
+        .op_responses()
+        .into_iter()
+        .filter_map(|r| match r {
+            TxnOpResponse::Get(g) => {
+                Some(g.kvs().first().map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.mod_revision())))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+impl EtcdStore {
+    /// The store the core's `store-spec` answered (`kind: "etcd"`): endpoints, prefix, budget, attempt
+    /// time, credentials and TLS paths. Connects on first use.
+    pub fn open(spec: &Value) -> Result<Self, HostError> {
+        let bad = || HostError::internal("store-spec answered an etcd store without endpoints, prefix or label");
+        let endpoints: Vec<String> = spec["endpoints"]
+            .as_array()
+            .ok_or_else(bad)?
+            .iter()
+            .filter_map(|e| e.as_str().map(str::to_owned))
+            .collect();
+        let text = |k: &str| spec[k].as_str().map(str::to_owned).ok_or_else(bad);
+        let auth = spec["auth"]["user"]
+            .as_str()
+            .map(|u| (u.to_owned(), spec["auth"]["password"].as_str().unwrap_or_default().to_owned()));
+        let tls = TlsFiles::read(&spec["tls"])?;
+        let attempt_ms = spec["attemptMs"].as_u64().unwrap_or(2_000).max(1);
+        let conns = Conns::new(endpoints, auth, tls.as_ref(), Duration::from_millis(attempt_ms))?;
+        let inner = Inner {
+            conns,
+            prefix: text("prefix")?,
+            budget_ms: spec["budgetMs"].as_u64().unwrap_or(60_000),
+            attempt_ms,
+            label: text("label")?,
+            export_spec: text("exportSpec")?,
+            current: AtomicUsize::new(0),
+            cells: Mutex::new(HashMap::new()),
+            keys: Mutex::new(HashMap::new()),
+        };
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    /// The spec that names this store, without credentials, for output.
+    pub fn spec(&self) -> String {
+        self.inner.label.clone()
+    }
+
+    /// The budget of one operation, in ms.
+    pub fn budget_ms(&self) -> u64 {
+        self.inner.budget_ms
+    }
+
+    /// The spec a child process needs to open the same store (credentials of the URL included).
+    pub fn export_spec(&self) -> String {
+        self.inner.export_spec.clone()
+    }
+
+    /// One transaction on the cell `env/scope` (see the module documentation), ended by `deadline` at the
+    /// latest (else by the budget).
+    pub fn transact(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        deadline: Option<Instant>,
+        mut decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
+    ) -> Result<Value, HostError> {
+        let mut op = self.begin(core, deadline);
+        let keys = self.keys(core, env, Some(scope))?;
+        let cell = keys["cell"].as_str().unwrap_or_default().to_owned();
+        let what = format!("the cell {env}/{scope}");
+        let names = state_keys(&keys);
+        // The cell as this store last committed it, if it did: decided on without reading it first.
+        let mut known = self.cached(&cell).map(|l| (l, false));
+        loop {
+            let (loaded, fresh) = match known.take() {
+                Some(k) => k,
+                None => (self.load(core, &mut op, &what, &names)?, true),
+            };
+            let snapshot = json!({ "env": env, "scope": scope, "files": loaded.files });
+            let decided = decide(core, snapshot, crate::clock::now_ms());
+            let changes = match &decided {
+                Ok(answer) => answer.get("changes").and_then(Value::as_array).cloned().unwrap_or_default(),
+                Err(_) => Vec::new(),
+            };
+            if changes.is_empty() {
+                // A refusal or a no-op on the remembered cell may be stale: decide again on what is there.
+                if !fresh {
+                    self.forget_cell(&cell);
+                    continue;
+                }
+                return decided;
+            }
+            let answer = decided?;
+            let plan =
+                core.invoke("etcd-txn", &json!({ "cell": cell, "revisions": loaded.revisions, "changes": changes }))?;
+            // A refused compare answers the cell as it is now, in the same round trip.
+            let txn =
+                txn_of(&plan).or_else(names.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect::<Vec<_>>());
+            let outcome = self.attempt(core, &mut op, &what, move |mut c| async move {
+                let r = c.txn(txn).await?;
+                let revision = r.header().map_or(0, |h| h.revision());
+                Ok((r.succeeded(), revision, gets_of(&r)))
+            });
+            let (succeeded, revision, now) = match outcome {
+                Ok(o) => o,
+                Err(e) => {
+                    self.forget_cell(&cell);
+                    return Err(e);
+                }
+            };
+            if succeeded {
+                self.remember(&cell, loaded.after(&names, &changes, revision));
+                return Ok(answer);
+            }
+            self.forget_cell(&cell);
+            if fresh {
+                // Another writer moved the cell since it was read: back off, then decide on the cell now.
+                self.retry(core, &mut op, &what, "conflict", None, "")?;
+            }
+            known = Some((Loaded::from_gets(&names, now), true));
+        }
+    }
+
+    /// A read-only look at the cell.
+    pub fn read<T>(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        decide: impl FnOnce(&mut CoreComponent, Value, i64) -> Result<T, HostError>,
+    ) -> Result<T, HostError> {
+        let mut op = self.begin(core, None);
+        let keys = self.keys(core, env, Some(scope))?;
+        let loaded = self.load(core, &mut op, &format!("the cell {env}/{scope}"), &state_keys(&keys))?;
+        decide(core, json!({ "env": env, "scope": scope, "files": loaded.files }), crate::clock::now_ms())
+    }
+
+    /// The text of one file of the cell, if it exists.
+    pub fn read_file(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
+        file: &str,
+    ) -> Result<Option<String>, HostError> {
+        let mut op = self.begin(core, None);
+        let keys = self.keys(core, env, Some(scope))?;
+        let key = format!("{}{file}", keys["cell"].as_str().unwrap_or_default());
+        let what = format!("{file} of {env}/{scope}");
+        self.attempt(core, &mut op, &what, move |mut c| async move {
+            let got = c.get(key, None).await?;
+            Ok(got.kvs().first().map(|kv| String::from_utf8_lossy(kv.value()).into_owned()))
+        })
+    }
+
+    /// The scopes of `env` with their `latest.json` text, sorted by scope: one range read (`etcd-list`).
+    pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
+        let mut op = self.begin(core, None);
+        let range = self.keys(core, env, None)?["env"].as_str().unwrap_or_default().to_owned();
+        let what = format!("the list of {env}");
+        let prefix = range.clone();
+        let kvs = self.attempt(core, &mut op, &what, move |mut c| async move {
+            let got = c.get(prefix, Some(GetOptions::new().with_prefix())).await?;
+            Ok(got
+                .kvs()
+                .iter()
+                .map(|kv| {
+                    json!({
+                        "key": String::from_utf8_lossy(kv.key()),
+                        "value": String::from_utf8_lossy(kv.value()),
+                    })
+                })
+                .collect::<Vec<Value>>())
+        })?;
+        let listed = core.invoke("etcd-list", &json!({ "env": env, "range": range, "kvs": kvs }))?;
+        Ok(listed["cells"].as_array().cloned().unwrap_or_default())
+    }
+
+    /// Starts an operation: its end is the core's `store-deadline` (the budget from now, bounded by
+    /// `deadline`).
+    fn begin(&self, core: &mut CoreComponent, deadline: Option<Instant>) -> Op {
+        let started = Instant::now();
+        let request = json!({
+            "nowMs": 0, "startedMs": 0, "budgetMs": self.inner.budget_ms,
+            "deadlineMs": deadline.map(|d| ms(d.saturating_duration_since(started))),
+        });
+        let remaining = core.invoke("store-deadline", &request).ok().and_then(|v| v["remainingMs"].as_u64());
+        Op {
+            started,
+            end: started + Duration::from_millis(remaining.unwrap_or(self.inner.budget_ms)),
+            attempts: 0,
+            last: (0, String::new()),
+        }
+    }
+
+    /// The core's `etcd-keys` for `env` (and `scope`), remembered per cell: a pure answer.
+    fn keys(&self, core: &mut CoreComponent, env: &str, scope: Option<&str>) -> Result<Value, HostError> {
+        let name = (env.to_owned(), scope.map(str::to_owned));
+        if let Some(keys) = self.inner.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&name) {
+            return Ok(keys.clone());
+        }
+        let keys = core.invoke("etcd-keys", &json!({ "prefix": self.inner.prefix, "env": env, "scope": scope }))?;
+        self.inner.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name, keys.clone());
+        Ok(keys)
+    }
+
+    /// The cell's state files (`names`: file and key) and their revisions, in one read-only transaction.
+    fn load(
+        &self,
+        core: &mut CoreComponent,
+        op: &mut Op,
+        what: &str,
+        names: &[(String, String)],
+    ) -> Result<Loaded, HostError> {
+        let gets: Vec<TxnOp> = names.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect();
+        let got =
+            self.attempt(
+                core,
+                op,
+                what,
+                move |mut c| async move { Ok(gets_of(&c.txn(Txn::new().and_then(gets)).await?)) },
+            )?;
+        Ok(Loaded::from_gets(names, got))
+    }
+
+    fn cached(&self, cell: &str) -> Option<Loaded> {
+        self.inner.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(cell).cloned()
+    }
+
+    fn remember(&self, cell: &str, loaded: Loaded) {
+        self.inner.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(cell.to_owned(), loaded);
+    }
+
+    fn forget_cell(&self, cell: &str) {
+        self.inner.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(cell);
+    }
+
+    /// One request, tried on the endpoints in turn until one answers, the core's `etcd-retry` says to stop,
+    /// or the operation's deadline passes.
+    fn attempt<T, F, Fut>(&self, core: &mut CoreComponent, op: &mut Op, what: &str, request: F) -> Result<T, HostError>
+    where
+        T: Send + 'static,
+        F: FnOnce(etcd_client::Client) -> Fut + Send + Clone + 'static,
+        Fut: std::future::Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
+    {
+        loop {
+            let left = op.end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                let (index, detail) = op.last.clone();
+                return Err(self.retry_at(core, op, what, index, "timeout", None, &detail).unwrap_err_or_internal());
+            }
+            let index = self.inner.current.load(Ordering::Relaxed) % self.inner.conns.endpoints().len().max(1);
+            let timeout = left.min(Duration::from_millis(self.inner.attempt_ms));
+            match self.inner.conns.call(index, timeout, request.clone()) {
+                Ok(v) => return Ok(v),
+                Err(Failure { code, detail }) => {
+                    self.inner.conns.forget(index);
+                    op.last = (index, detail.clone());
+                    let next = self.retry_at(core, op, what, index, "failed", code, &detail)?;
+                    if next {
+                        self.inner.current.store(index + 1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Asks the core whether to try again after an outcome at the current endpoint; sleeps its delay.
+    fn retry(
+        &self,
+        core: &mut CoreComponent,
+        op: &mut Op,
+        what: &str,
+        outcome: &str,
+        code: Option<u32>,
+        detail: &str,
+    ) -> Result<bool, HostError> {
+        let index = self.inner.current.load(Ordering::Relaxed) % self.inner.conns.endpoints().len().max(1);
+        self.retry_at(core, op, what, index, outcome, code, detail)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn retry_at(
+        &self,
+        core: &mut CoreComponent,
+        op: &mut Op,
+        what: &str,
+        index: usize,
+        outcome: &str,
+        code: Option<u32>,
+        detail: &str,
+    ) -> Result<bool, HostError> {
+        op.attempts += 1;
+        let endpoints = self.inner.conns.endpoints();
+        let answer = core.invoke(
+            "etcd-retry",
+            &json!({
+                "what": what, "endpoint": endpoints.get(index), "endpoints": endpoints, "outcome": outcome,
+                "code": code, "detail": detail, "attempts": op.attempts, "elapsedMs": op.elapsed_ms(),
+                "budgetMs": op.budget_ms(), "random": crate::random::unit()?,
+            }),
+        )?;
+        let delay = Duration::from_millis(answer["delayMs"].as_u64().unwrap_or(0));
+        std::thread::sleep(delay.min(op.end.saturating_duration_since(Instant::now())));
+        Ok(answer["next"].as_bool().unwrap_or(false))
+    }
+}
+
+/// The `etcd_client` transaction of the core's `etcd-txn` plan.
+fn txn_of(plan: &Value) -> Txn {
+    let list = |k: &str| plan[k].as_array().cloned().unwrap_or_default();
+    let compares: Vec<Compare> = list("compare")
+        .iter()
+        .map(|c| {
+            let key = c["key"].as_str().unwrap_or_default().to_owned();
+            Compare::mod_revision(key, CompareOp::Equal, c["modRevision"].as_i64().unwrap_or(0))
+        })
+        .collect();
+    let mut ops: Vec<TxnOp> = list("put")
+        .iter()
+        .map(|p| TxnOp::put(p["key"].as_str().unwrap_or_default(), p["value"].as_str().unwrap_or_default(), None))
+        .collect();
+    ops.extend(list("delete").iter().filter_map(Value::as_str).map(|k| TxnOp::delete(k, None)));
+    Txn::new().when(compares).and_then(ops)
+}
+
+/// A retry decision that must be a refusal (a timeout always is).
+trait RefusalExt {
+    fn unwrap_err_or_internal(self) -> HostError;
+}
+
+impl RefusalExt for Result<bool, HostError> {
+    fn unwrap_err_or_internal(self) -> HostError {
+        self.err().unwrap_or_else(|| HostError::internal("etcd-retry did not refuse a timeout"))
+    }
+}
