@@ -10,17 +10,23 @@ step() { printf '\n== %s\n' "$*" >&2; }
 
 step "setup";                bash scripts/setup.sh
 step "format";               cargo fmt --all --check
+step "module cycles";        node scripts/module-cycles.mjs core/src host-native/src
 step "build the wasm";       bash scripts/build-wasm.sh
 step "build";                cargo build --quiet -p baton-native
-step "cargo test";           cargo test --workspace --quiet
+# The fault tests (torture, the cross-host races) run the release CLI with the test faults (BATON_TEST_*),
+# kept apart from target/release/baton, which is built without them.
+step "build (release, test faults)"
+                             cargo build --release --quiet -p baton-native --bin baton --features test-faults
+                             mkdir -p target/test-faults && cp target/release/baton target/test-faults/baton
+step "cargo test";           BATON_FAULTS_BIN="$PWD/target/test-faults/baton" cargo test --workspace --quiet
 step "simulation (100,000 schedules, release)"
                              BATON_SIM_SCHEDULES=100000 cargo test --release --quiet -p baton-core --test sim
 step "fuzz (stable route + 5 s of libFuzzer per target)"; bash scripts/fuzz.sh short
 step "clippy (native)";      cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p baton-node --target wasm32-unknown-unknown --quiet -- -D warnings
 step "node package";         (cd host-node && npm test && npm run --silent typecheck)
-step "cross-host";           BATON_BIN="$PWD/target/debug/baton" node --test tests/cross-host/
+step "cross-host";           BATON_BIN="$PWD/target/test-faults/baton" node --test tests/cross-host/
 step "torture checker";      node --test torture/
 step "torture (short profile: dir, git and etcd stores, proper-lockfile baseline, sabotaged-store control)"
-                             BATON_BIN="$PWD/target/debug/baton" node torture/torture.mjs --profile short --sabotage
+                             BATON_BIN="$PWD/target/test-faults/baton" node torture/torture.mjs --profile short --sabotage
 step "all tests passed"

@@ -19,7 +19,10 @@
  *
  * Exit 0 when baton shows no violation (whatever the baseline shows) and the sabotaged store (if run)
  * shows some, 1 otherwise, 2 on bad usage.
- * Needs `target/debug/baton` (or BATON_BIN) and the Node package's wasm (scripts/build-wasm.sh).
+ * Needs the release CLI built with the test faults (`cargo build --release -p baton-native --features
+ * test-faults`, then BATON_BIN=target/release/baton; scripts/test.sh keeps it as target/test-faults/baton, the
+ * default here) and the Node package's wasm (scripts/build-wasm.sh). The Node workers add the faults with
+ * host-node/test-support/faults.cjs: the published package has none.
  */
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
@@ -419,14 +422,32 @@ function printTable(reports) {
   for (const row of rows) process.stdout.write(`${row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ')}\n`);
 }
 
+/** Whether `bin` carries the test faults: one lock taken with BATON_TEST_JOURNAL set must be journaled. */
+function hasTestFaults(bin) {
+  const dir = mkdtempSync(path.join(tmpdir(), 'baton-torture-probe-'));
+  try {
+    const journal = path.join(dir, 'journal.log');
+    const env = { ...process.env, BATON_TEST_JOURNAL: journal, BATON_STORE: `dir:${path.join(dir, 'store')}` };
+    for (const k of ['BATON_TEST_UNSAFE_NO_MUTEX', 'BATON_TEST_LOST_REPLY', 'BATON_TEST_STORE_DELAY_MS']) delete env[k];
+    execFileSync(bin, ['lock', 'acquire', '--env', 'probe', '--scope', 'probe', '--holder', 'probe', '--json'], { env, stdio: 'ignore' });
+    return existsSync(journal);
+  } catch {
+    return false;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const profile = PROFILES[opts.profile];
   const seed = opts.seed ?? Math.floor(Math.random() * 2 ** 31);
   const seconds = opts.seconds ?? profile.seconds;
   const workers = opts.workers ?? profile.workers;
-  const bin = process.env.BATON_BIN ?? path.join(root, 'target', 'debug', 'baton');
-  if (!existsSync(bin)) usage(`no baton binary at ${bin}: run \`cargo build -p baton-native\` or set BATON_BIN`);
+  const bin = process.env.BATON_BIN ?? path.join(root, 'target', 'test-faults', 'baton');
+  const build = '`cargo build --release -p baton-native --features test-faults` and set BATON_BIN=target/release/baton';
+  if (!existsSync(bin)) usage(`no baton binary at ${bin}: run ${build}`);
+  if (!hasTestFaults(bin)) usage(`${bin} was built without the test faults (it ignores BATON_TEST_JOURNAL): run ${build}`);
   if (!existsSync(path.join(root, 'host-node', 'pkg'))) usage('the Node package has no wasm: run `bash scripts/build-wasm.sh`');
   note(`profile ${opts.profile}, seed ${seed} (rerun the same plan with --seed ${seed})`);
   const reports = [];

@@ -34,6 +34,7 @@ fn code(c: Code) -> ErrorCode {
         Code::CommandFailed => ErrorCode::CommandFailed,
         Code::Interrupted => ErrorCode::Interrupted,
         Code::Internal => ErrorCode::Internal,
+        Code::RandomUnavailable => ErrorCode::RandomUnavailable,
     }
 }
 

@@ -4,6 +4,7 @@
 //! decision, and commits the returned [`Change`]s only if the cell is unchanged since the load (a per-cell
 //! mutex in the dir store, a compare-and-swap on a ref in git). On a conflict it reloads and asks again.
 
+use crate::error::CoreError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -11,8 +12,12 @@ use std::collections::BTreeMap;
 pub const LOCK_FILE: &str = "lock.json";
 /// The highest epoch ever granted on the cell; survives the release that deletes `lock.json`.
 pub const EPOCH_FILE: &str = "epoch.json";
+/// The scope's receipt: the last run's, or the checkpoint of the run in progress (`receipt`).
+pub const LATEST_FILE: &str = "latest.json";
+/// A claim cell's record of who owns a resource identity (`claims`).
+pub const CLAIM_FILE: &str = "claim.json";
 /// The files a host loads into a snapshot (the ones that exist).
-pub const STATE_FILES: [&str; 4] = [LOCK_FILE, EPOCH_FILE, crate::receipt::LATEST_FILE, crate::claims::CLAIM_FILE];
+pub const STATE_FILES: [&str; 4] = [LOCK_FILE, EPOCH_FILE, LATEST_FILE, CLAIM_FILE];
 
 /// A snapshot of one cell as the host loaded it.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -81,4 +86,22 @@ pub fn to_file_json<T: Serialize>(value: &T) -> String {
     let mut s = serde_json::to_string_pretty(value).unwrap_or_else(|_| String::from("null"));
     s.push('\n');
     s
+}
+
+/// A data file name: 1-100 characters from `[A-Za-z0-9._-]`, not hidden, not one of the cell's own files
+/// (`lock.json`, `epoch.json`, `latest.json`, `lock.mutex`) and not a temp or tomb name.
+pub fn validate_data_file(file: &str) -> Result<(), CoreError> {
+    let plain = !file.is_empty()
+        && file.len() <= 100
+        && !file.starts_with('.')
+        && file.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | ':' | '+'));
+    let reserved = [LOCK_FILE, EPOCH_FILE, LATEST_FILE, "lock.mutex", CLAIM_FILE].contains(&file)
+        || file.ends_with(".tmp")
+        || file.ends_with(".tomb");
+    if !plain || reserved {
+        return Err(CoreError::usage(format!(
+            "`{file}` cannot be written: use 1-100 characters from A-Z a-z 0-9 . _ - @ : +, not starting with a dot, and not one of baton's own files (lock.json, epoch.json, latest.json, lock.mutex, *.tmp, *.tomb)"
+        )));
+    }
+    Ok(())
 }

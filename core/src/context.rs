@@ -40,6 +40,11 @@ pub struct ContextInput {
     /// [`Detection::Environment`] instead of `CTX_NULL`.
     #[serde(default)]
     pub env_only: bool,
+    /// The command needs only the scope (`baton scope`): local git is asked for a branch no other source
+    /// gave, never for the commit alone, so explicit flags (`--branch x`) make detection run no process.
+    /// The context's `sha` is then what the other sources say, or null.
+    #[serde(default)]
+    pub scope_only: bool,
 }
 
 /// Explicit values. For `pr`: absent means "not given", `null` or `""` means "no pull request", and
@@ -257,7 +262,7 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
     let named_scope = o.scope.as_deref().map(str::trim).filter(|s| !s.is_empty()).or_else(|| vars.get("BATON_SCOPE"));
 
     // 7. Local git, the last resort.
-    if named_scope.is_none() && (acc.branch.is_none() || acc.sha.is_none()) {
+    if named_scope.is_none() && (acc.branch.is_none() || (acc.sha.is_none() && !input.scope_only)) {
         let Some(git) = &input.git else {
             return Ok(Detection::NeedsGit { ask_pr: acc.branch.is_none() && acc.pr.is_none() });
         };
@@ -402,6 +407,9 @@ mod tests {
         assert_eq!(run(json!({"overrides": {"branch": "x"}})).unwrap(), Detection::NeedsGit { ask_pr: false });
         let c = ctx(json!({"overrides": {"branch": "x", "sha": "abc"}}));
         assert_eq!(c.scope, "branch-x");
+        let c = ctx(json!({"overrides": {"branch": "x"}, "scopeOnly": true}));
+        assert_eq!((c.scope.as_str(), c.sha), ("branch-x", None), "the scope alone needs no commit");
+        assert_eq!(run(json!({"scopeOnly": true})).unwrap(), Detection::NeedsGit { ask_pr: true });
     }
 
     #[test]

@@ -43,11 +43,14 @@ pub enum ErrorCode {
     Interrupted,
     /// Anything unexpected: a bug, or a host that broke the contract.
     Internal,
+    /// The operating system gave the host no random bytes, so it cannot make a mutex token, a holder name or
+    /// a backoff jitter it could trust (the native host never falls back to the time or the pid).
+    RandomUnavailable,
 }
 
 impl ErrorCode {
     /// Every code, in declaration order.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::LockHeld,
         Self::LockLost,
         Self::LockCorrupt,
@@ -64,6 +67,7 @@ impl ErrorCode {
         Self::CommandFailed,
         Self::Interrupted,
         Self::Internal,
+        Self::RandomUnavailable,
     ];
 
     /// The stable string form, e.g. `"LOCK_HELD"`.
@@ -85,6 +89,7 @@ impl ErrorCode {
             Self::CommandFailed => "COMMAND_FAILED",
             Self::Interrupted => "INTERRUPTED",
             Self::Internal => "INTERNAL",
+            Self::RandomUnavailable => "RANDOM_UNAVAILABLE",
         }
     }
 

@@ -16,14 +16,14 @@ pub const PREFIX: &str = "baton-git-";
 /// the process start time (`/proc/<pid>/stat` field 22), `x` where the host has none; remote and host are
 /// hashed so the name reveals neither. `random` keeps two clones of one process apart.
 pub fn clone_name(remote: &str, host: &str, pid: u32, start: Option<&str>, random: &str) -> String {
-    let hash = &crate::sha256::hex(remote.as_bytes())[..12];
+    let hash = &crate::names::sha256_hex(remote.as_bytes())[..12];
     let start = start.filter(|s| is_digits(s)).unwrap_or("x");
     let random: String = random.chars().filter(char::is_ascii_hexdigit).take(16).collect();
     format!("{PREFIX}{hash}-{}-{pid}-{start}-{random}", host_hash(host))
 }
 
 fn host_hash(host: &str) -> String {
-    crate::sha256::hex(host.as_bytes())[..8].to_owned()
+    crate::names::sha256_hex(host.as_bytes())[..8].to_owned()
 }
 
 /// The owner of a clone named by [`clone_name`]: `(host hash, pid, start)` (`None` for `x`); `None` for

@@ -8,8 +8,7 @@ use serde_json::{Value, json};
 
 /// The default ref prefix (`refs/heads/<prefix>/<env>/<scope>`).
 pub const DEFAULT_PREFIX: &str = "baton-receipts";
-/// The default time limit of one store operation, retries included (`BATON_STORE_BUDGET_MS`).
-pub const DEFAULT_BUDGET_MS: u64 = 60_000;
+pub use crate::lease::DEFAULT_BUDGET_MS;
 /// At most this many rejections (hooks, protected refs) before giving up.
 pub const MAX_REJECTIONS: u32 = 4;
 

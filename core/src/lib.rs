@@ -33,7 +33,6 @@ pub mod ownership;
 pub mod receipt;
 pub mod run;
 pub mod scope;
-pub mod sha256;
 pub mod stores;
 pub mod time;
 

@@ -8,7 +8,7 @@
 //! than the highest ever granted on the cell. The highest is kept in `epoch.json` as well as in the lock,
 //! so it survives the release that deletes `lock.json`.
 
-use crate::cell::{Cell, Change, EPOCH_FILE, LOCK_FILE, to_file_json};
+use crate::cell::{Cell, Change, EPOCH_FILE, LATEST_FILE, LOCK_FILE, to_file_json, validate_data_file};
 use crate::error::{CoreError, ErrorCode};
 use crate::time::{UnixMs, format_iso, parse_iso};
 use serde::{Deserialize, Serialize};
@@ -66,6 +66,9 @@ pub struct LockView {
     /// Milliseconds from the `now` of the read until `expiresAt` (negative once expired).
     #[serde(rename = "expiresInMs")]
     pub expires_in_ms: i64,
+    /// `expiresInMs` for people (`14m 59s`, `0ms` once expired), as every host prints it.
+    #[serde(rename = "expiresIn")]
+    pub expires_in: String,
 }
 
 /// A granted (or renewed) lock and the changes that record it.
@@ -280,10 +283,14 @@ pub fn release(cell: &Cell, holder: &str, epoch: Option<u64>) -> Release {
 
 /// Reads the lock with its `expired` flag at `now`; `LOCK_CORRUPT` when it cannot be read.
 pub fn read(cell: &Cell, now: UnixMs) -> Result<Option<LockView>, CoreError> {
-    Ok(parse_lock(cell)?.map(|lock| LockView {
-        expired: lock.expired(now),
-        expires_in_ms: lock.expires_ms().saturating_sub(now),
-        lock,
+    Ok(parse_lock(cell)?.map(|lock| {
+        let expires_in_ms = lock.expires_ms().saturating_sub(now);
+        LockView {
+            expired: lock.expired(now),
+            expires_in: crate::time::human_ms(u64::try_from(expires_in_ms).unwrap_or(0)),
+            expires_in_ms,
+            lock,
+        }
     }))
 }
 
@@ -331,7 +338,7 @@ pub fn break_lock(cell: &Cell, holder: &str, ttl_ms: u64, now: UnixMs, reason: &
         breaks.push(Value::Object(record));
         receipt.set("lockBreaks", breaks);
         let content = crate::cell::to_file_json(&receipt.to_value());
-        changes.push(Change::Write { file: crate::receipt::LATEST_FILE.into(), content });
+        changes.push(Change::Write { file: LATEST_FILE.into(), content });
     }
     Ok(Grant { changes, lock, preempted: current })
 }
@@ -368,24 +375,6 @@ pub fn fenced_write(cell: &Cell, holder: &str, epoch: u64, file: &str, content: 
     validate_data_file(file)?;
     let lock = check_fence(cell, holder, epoch)?;
     Ok(Grant { changes: vec![Change::Write { file: file.into(), content: content.into() }], lock, preempted: None })
-}
-
-/// A data file name: 1-100 characters from `[A-Za-z0-9._-]`, not hidden, not one of the cell's own files
-/// (`lock.json`, `epoch.json`, `latest.json`, `lock.mutex`) and not a temp or tomb name.
-pub fn validate_data_file(file: &str) -> Result<(), CoreError> {
-    let plain = !file.is_empty()
-        && file.len() <= 100
-        && !file.starts_with('.')
-        && file.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | ':' | '+'));
-    let reserved = [LOCK_FILE, EPOCH_FILE, "latest.json", "lock.mutex", crate::claims::CLAIM_FILE].contains(&file)
-        || file.ends_with(".tmp")
-        || file.ends_with(".tomb");
-    if !plain || reserved {
-        return Err(CoreError::usage(format!(
-            "`{file}` cannot be written: use 1-100 characters from A-Z a-z 0-9 . _ - @ : +, not starting with a dot, and not one of baton's own files (lock.json, epoch.json, latest.json, lock.mutex, *.tmp, *.tomb)"
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -78,7 +78,7 @@ pub struct OwnerFacts {
 /// it may remove this content (`lock.mutex.<16 hex of sha256(content)>.break`): one breaker per stale
 /// content, whatever the number of contenders (see `docs/dir-store.md`).
 pub fn verdict(r: &VerdictRequest) -> Result<Value, CoreError> {
-    let claim = format!("lock.mutex.{}.break", &crate::sha256::hex(r.content.as_bytes())[..16]);
+    let claim = format!("lock.mutex.{}.break", &crate::names::sha256_hex(r.content.as_bytes())[..16]);
     let answer = |verdict: &str, pid: Option<u64>, reason: &str| json!({ "verdict": verdict, "pid": pid, "reason": reason, "claim": claim });
     let parsed: Option<Value> = serde_json::from_str(&r.content).ok();
     let Some(pid) = owner_pid(parsed.as_ref()) else {

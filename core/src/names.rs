@@ -4,6 +4,13 @@
 //! produce a path that leaves the store: a name that would be special (`.`, `..`, hidden, `x.lock`, ...)
 //! is written as `=` followed by the lowercase hex of its UTF-8 bytes, and `=` never occurs in a valid name.
 
+/// The SHA-256 digest of `data` as lowercase hex (64 digits), for names derived from other names: long
+/// scope names, parent-object cells, git clone folders, mutex break markers.
+pub fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The directory name of `name` in a dir store. Valid names map to themselves (the original layout),
 /// except the empty name, `.`, `..` and names starting with `.`, which are `=hex`-encoded.
 pub fn path_segment(name: &str) -> String {
@@ -55,6 +62,16 @@ fn hex_segment(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sha256_hex_matches_the_fips_vectors() {
+        assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+        assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(
+            sha256_hex(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+        );
+    }
 
     #[test]
     fn plain_names_are_kept_and_special_ones_encoded() {

@@ -34,7 +34,7 @@ pub fn long_scope(branch: &str) -> String {
     let safe = safe_segment(branch);
     // The safe name is ASCII: characters are bytes.
     let readable = &safe[..safe.len().min(LONG_PREFIX)];
-    let hash = crate::sha256::hex(branch.as_bytes());
+    let hash = crate::names::sha256_hex(branch.as_bytes());
     format!("branch-{readable}-{}", &hash[..16])
 }
 

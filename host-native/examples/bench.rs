@@ -131,8 +131,13 @@ fn main() {
     std::fs::create_dir_all(&tmp).expect("temp dir");
     let git = per_process(31, "git", &["--version"]);
     let scope = first_starts(31, &baton, &tmp);
+    let floor = per_process(31, &baton, &["--version"]);
     println!("\ncold start (median of 31 processes, each with an empty $HOME and cache folders)");
     println!("  baton scope {scope:.2} ms vs git --version {git:.2} ms: {:.2}x", scope / git);
+    println!(
+        "  of which the process without the core (baton --version: exec, dynamic linking, clap) {floor:.2} ms ({:.2}x git)",
+        floor / git
+    );
     if let Ok(before) = std::env::var("BATON_BENCH_BEFORE") {
         let first = first_starts(31, &before, &tmp);
         let warm = cached_starts(31, &before, &tmp);

@@ -39,16 +39,27 @@ pub fn process_vars() -> BTreeMap<String, String> {
 
 /// Detects the context of this run through the core; see `baton_core::context` for the rules.
 pub fn detect(core: &mut CoreComponent, args: &ContextArgs) -> Result<Value, HostError> {
-    detect_with(core, args, false)
+    detect_with(core, args, false, false)
+}
+
+/// [`detect`] for `baton scope`, which needs the scope and nothing else: git is run only when no flag,
+/// variable or CI source gives the branch (the commit is not looked up).
+pub fn detect_scope(core: &mut CoreComponent, args: &ContextArgs) -> Result<Value, HostError> {
+    detect_with(core, args, false, true)
 }
 
 /// [`detect`] for a command on a whole environment (`receipt list`): without a branch the context has
 /// only its `env` (`scope` null) instead of failing with `CTX_NULL`.
 pub fn detect_env(core: &mut CoreComponent, args: &ContextArgs) -> Result<Value, HostError> {
-    detect_with(core, args, true)
+    detect_with(core, args, true, false)
 }
 
-fn detect_with(core: &mut CoreComponent, args: &ContextArgs, env_only: bool) -> Result<Value, HostError> {
+fn detect_with(
+    core: &mut CoreComponent,
+    args: &ContextArgs,
+    env_only: bool,
+    scope_only: bool,
+) -> Result<Value, HostError> {
     let vars = process_vars();
     let event = vars
         .get("GITHUB_EVENT_PATH")
@@ -68,7 +79,8 @@ fn detect_with(core: &mut CoreComponent, args: &ContextArgs, env_only: bool) -> 
             overrides.insert(key.into(), v.clone().into());
         }
     }
-    let mut request = json!({ "overrides": overrides, "vars": vars, "event": event, "envOnly": env_only });
+    let mut request =
+        json!({ "overrides": overrides, "vars": vars, "event": event, "envOnly": env_only, "scopeOnly": scope_only });
     let mut answer = core.invoke("detect-context", &request)?;
     if answer["status"] == "needs-git" {
         request["git"] = git_facts(answer["askPr"].as_bool().unwrap_or(false));

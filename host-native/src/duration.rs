@@ -1,4 +1,7 @@
-//! Human durations on the command line: `500ms`, `90s`, `15m`, `2h`.
+//! Human durations on the command line: `500ms`, `90s`, `15m`, `2h`. Hand-written rather than `humantime`:
+//! humantime counts in nanoseconds and refuses what this accepts above 2^64 ns (`18446744073709551615ms`,
+//! an unbounded `--wait-timeout`). Printing durations for people is the core's (`time::human_ms`, the
+//! `expiresIn` of a lock read), so every host prints them alike.
 
 /// Parses a duration into milliseconds. A unit is required, so `15` is never mistaken for seconds or
 /// minutes.
@@ -18,17 +21,6 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         }
     };
     n.checked_mul(factor).ok_or_else(|| format!("`{s}` is too long"))
-}
-
-/// Formats milliseconds for people: `14m 59s`, `850ms`, `2h 5m`.
-pub fn human(ms: i64) -> String {
-    let ms = ms.max(0);
-    match ms {
-        0..1000 => format!("{ms}ms"),
-        1000..60_000 => format!("{}s", ms / 1000),
-        60_000..3_600_000 => format!("{}m {}s", ms / 60_000, (ms % 60_000) / 1000),
-        _ => format!("{}h {}m", ms / 3_600_000, (ms % 3_600_000) / 60_000),
-    }
 }
 
 #[cfg(test)]
@@ -54,12 +46,5 @@ mod tests {
         for s in ["500ms", "90s", "15m", "2h", " 7s ", "15", "m", "5d", "-5s", "", "99999999999999999999h", "1.5s"] {
             assert_eq!(parse_duration(s), baton_core::command_line::parse_duration(s), "{s:?}");
         }
-    }
-
-    #[test]
-    fn formats_for_people() {
-        assert_eq!(human(850), "850ms");
-        assert_eq!(human(899_000), "14m 59s");
-        assert_eq!(human(7_500_000), "2h 5m");
     }
 }

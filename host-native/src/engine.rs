@@ -21,6 +21,7 @@ mod bindings {
     wasmtime::component::bindgen!({ world: "core", path: "../wit" });
 }
 
+mod in_place;
 mod run;
 pub use run::RunRef;
 
@@ -63,6 +64,25 @@ impl CoreComponent {
         let mut store = Store::new(engine, ());
         let core = Core::instantiate(&mut store, component, &linker).map_err(wasm_error)?;
         Ok(Self { store, core })
+    }
+
+    /// `e` with the code and message the core gives an I/O failure: an `INTERNAL` error with an
+    /// `errno` detail (see [`HostError::io`]) is asked about; anything else, or a core that cannot answer, leaves
+    /// it as it is. Classifying twice changes nothing.
+    #[must_use]
+    pub fn classify(&mut self, mut e: HostError) -> HostError {
+        let Some(errno) = e.details.get("errno").and_then(Value::as_str).filter(|_| e.code == "INTERNAL") else {
+            return e;
+        };
+        let what = e.message.trim_end_matches('.');
+        let request = serde_json::json!({ "errno": errno, "what": what, "detail": "" });
+        if let Ok(answer) = self.invoke("io-error", &request)
+            && let (Some(code), Some(message)) = (answer["code"].as_str(), answer["message"].as_str())
+        {
+            e.code = code.to_owned();
+            e.message = message.to_owned();
+        }
+        e
     }
 
     /// Runs core operation `op` (see `baton_core::api::OPS`) on a JSON request.
@@ -272,10 +292,14 @@ pub fn embedded() -> Result<(Engine, Component), HostError> {
     static EMBEDDED: OnceLock<Result<(Engine, Component), HostError>> = OnceLock::new();
     EMBEDDED
         .get_or_init(|| {
+            if let Ok(loaded) = in_place::load() {
+                return Ok(loaded);
+            }
             let engine = Engine::new(&config::run()).map_err(wasm_error)?;
             let (component, refused) = load_embedded(&engine, PRECOMPILED, COMPONENT)?;
             if let Some(why) = refused {
-                crate::output::note(why);
+                // As `output::note` prints it (the engine sits below `output`, which renders through it).
+                eprintln!("baton: {why}");
             }
             Ok((engine, component))
         })

@@ -3,8 +3,10 @@
 use serde_json::{Map, Value};
 use std::fmt;
 
-/// A failure with a stable code (the core's spelling, e.g. `LOCK_HELD`), a message and details.
-#[derive(Clone, Debug, PartialEq)]
+/// A failure with a stable code (the core's spelling, e.g. `LOCK_HELD`), a message and details. Displays
+/// as `CODE: message`.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
 pub struct HostError {
     /// The stable code.
     pub code: String,
@@ -66,7 +68,7 @@ impl HostError {
     /// An I/O failure on `what` with the OS error, with the error's POSIX name as detail `errno`. Its code
     /// and message are decided by the core (operation `io-error`: access denied or a read-only file system
     /// is `STORE_PERMISSION`, a full disk or quota `STORE_REJECTED`, a file where a directory should be
-    /// `USAGE`, anything else `INTERNAL`), which needs a core: until [`Self::classified`] runs, the error is
+    /// `USAGE`, anything else `INTERNAL`), which needs a core: until [`crate::engine::CoreComponent::classify`] runs, the error is
     /// `INTERNAL` with the OS's words. The stores classify what they return, and so does every command's
     /// output.
     pub fn io(what: impl fmt::Display, e: &std::io::Error) -> Self {
@@ -75,25 +77,6 @@ impl HostError {
             Some(name) => err.with("errno", name),
             None => err,
         }
-    }
-
-    /// This error with the code and message the core gives an I/O failure: an `INTERNAL` error with an
-    /// `errno` detail (see [`Self::io`]) is asked about; anything else, or a core that cannot answer, leaves
-    /// it as it is. Classifying twice changes nothing.
-    #[must_use]
-    pub fn classified(mut self, core: &mut crate::engine::CoreComponent) -> Self {
-        let Some(errno) = self.details.get("errno").and_then(Value::as_str).filter(|_| self.code == "INTERNAL") else {
-            return self;
-        };
-        let what = self.message.trim_end_matches('.');
-        let request = serde_json::json!({ "errno": errno, "what": what, "detail": "" });
-        if let Ok(answer) = core.invoke("io-error", &request)
-            && let (Some(code), Some(message)) = (answer["code"].as_str(), answer["message"].as_str())
-        {
-            self.code = code.to_owned();
-            self.message = message.to_owned();
-        }
-        self
     }
 
     /// Adds a detail field.
@@ -119,11 +102,3 @@ impl HostError {
         Value::Object(obj)
     }
 }
-
-impl fmt::Display for HostError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for HostError {}

@@ -5,6 +5,7 @@
 //! clock, the store I/O and the process plumbing.
 
 pub mod cli;
+pub mod clock;
 pub mod commands;
 pub mod context;
 pub mod driver;
@@ -12,6 +13,7 @@ pub mod duration;
 pub mod engine;
 pub mod error;
 pub mod output;
+pub mod random;
 pub mod store;
 pub mod work;
 mod worker;

@@ -25,7 +25,7 @@ pub fn finish_with(
     let mut core = core;
     // An I/O failure gets its code and message from the core (`io-error`) wherever it was raised.
     let outcome = match (outcome, core.as_deref_mut()) {
-        (Err(e), Some(c)) => Err(e.classified(c)),
+        (Err(e), Some(c)) => Err(c.classify(e)),
         (outcome, _) => outcome,
     };
     let request = match &outcome {

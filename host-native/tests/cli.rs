@@ -47,6 +47,39 @@ fn scope_prints_the_name_or_the_context() {
     assert_eq!(env["context"]["scope"], "branch-trunk");
 }
 
+/// Issue 12: `baton scope` with the branch given runs no process. `git` and `gh` first on PATH are scripts
+/// that record every call (and then run the real git, so a call would still succeed and only the record
+/// tells); with `--branch` alone the record stays empty, and without it git is asked as before.
+#[test]
+fn scope_with_explicit_flags_spawns_no_process() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TempDir::new("scope-no-spawn");
+    let bin = t.0.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let calls = t.0.join("calls.log");
+    let real_git =
+        String::from_utf8(Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout).unwrap();
+    for (name, real) in [("git", real_git.trim()), ("gh", "false")] {
+        let script = format!("#!/bin/sh\necho \"{name} $*\" >> '{}'\nexec {real} \"$@\"\n", calls.display());
+        std::fs::write(bin.join(name), script).unwrap();
+        std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let (code, env) = json(&t.0, &["scope", "--branch", "x"], &[("PATH", &path)]);
+    assert_eq!(
+        (code, env["context"]["scope"].as_str(), env["context"]["sha"].is_null()),
+        (0, Some("branch-x"), true),
+        "{env}"
+    );
+    let out = baton(&t.0, &["scope", "--branch", "feat/a", "--pr", "3"], &[("PATH", &path)]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "pr-3\n");
+    assert!(!calls.exists(), "baton scope ran {}", std::fs::read_to_string(&calls).unwrap_or_default());
+    // The control: without a branch, detection asks git (outside a repository: CTX_NULL).
+    let (code, _) = json(&t.0, &["scope"], &[("PATH", &path)]);
+    assert_eq!(code, 2);
+    assert!(std::fs::read_to_string(&calls).unwrap_or_default().contains("git rev-parse"), "git was not asked");
+}
+
 #[test]
 fn scope_outside_a_repository_without_a_branch_is_ctx_null() {
     let t = TempDir::new("ctxnull");

@@ -190,8 +190,9 @@ fn the_embedded_core_is_used_whatever_wasmtime_reads_from_the_environment() {
 fn the_poisoned_artifact_is_what_wasmtime_would_run() {
     // The control for the test above: wasmtime accepts the planted file as a compiled core (its header,
     // version and settings fit this engine), so only not reading it keeps baton safe. Loading is as far as
-    // this goes: instantiating would run the `0xCC` code.
-    let engine = wasmtime::Engine::new(&wasmtime::Config::new()).unwrap();
+    // this goes: instantiating would run the `0xCC` code. (The engine of the binary: its settings are part of
+    // what an artifact must match.)
+    let engine = wasmtime::Engine::new(&baton_native::engine::config::run()).unwrap();
     let poisoned = poisoned_artifact();
     #[allow(unsafe_code)]
     // SAFETY: deserializing maps the code without running any of it; nothing is instantiated.

@@ -573,17 +573,17 @@ fn io_failures_are_classified_by_the_core() {
         let e = std::io::Error::from_raw_os_error(errno);
         let raw = HostError::io("cannot write /s/lock.json", &e);
         assert_eq!((raw.code.as_str(), raw.details["errno"].as_str()), ("INTERNAL", Some(name)));
-        let err = raw.classified(&mut core);
+        let err = core.classify(raw);
         let want = core.invoke(
             "io-error",
             &json!({ "errno": name, "what": "cannot write /s/lock.json", "detail": e.to_string() }),
         );
         let want = want.unwrap();
         assert_eq!((err.code.as_str(), Some(err.message.as_str())), (code, want["message"].as_str()), "{name}");
-        assert_eq!(err.clone().classified(&mut core), err, "classifying twice changes nothing");
+        assert_eq!(core.classify(err.clone()), err, "classifying twice changes nothing");
     }
     let other = HostError::usage("not an I/O failure").with("errno", "EROFS");
-    assert_eq!(other.clone().classified(&mut core), other);
+    assert_eq!(core.classify(other.clone()), other);
 }
 
 /// `BATON_MUTEX_WAIT_MS` is parsed by the core for the CLI as for Node: a whole number of milliseconds, or

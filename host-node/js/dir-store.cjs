@@ -13,7 +13,6 @@ const { call, hostError } = require('./core.cjs');
 const { takeMutex, releaseMutex } = require('./mutex.cjs');
 const { repoRoot, originUrl } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
-const faults = require('./faults.cjs');
 
 /**
  * A BatonError for a failed file operation, classified by the core (`io-error`, as the native host does):
@@ -133,12 +132,16 @@ async function applyChanges(cellDir, changes, absent = []) {
  * read the clock, ask `decide(cell, nowMs)` (a core call), commit the answer's `changes`, release the mutex
  * on every path. Returns the answer. Every cell operation, fenced writes included, goes through here. On a
  * cell that does not exist, `decide` is first asked about the empty cell: an answer that writes nothing is
- * returned without creating anything.
+ * returned without creating anything. `committed(cellDir, answer)`, if given, is awaited after the changes
+ * of a decision landed and before the mutex is released (never for an answer that changed nothing): for an
+ * observer that must see a cell's commits in their order, such as the test journal (test-support/faults.cjs).
  * @param {string} root
  * @param {{env: string, scope: string, waitMs?: number}} target
  * @param {(cell: {env: string, scope: string, files: Record<string, string>}, nowMs: number) => any} decide
+ *   the decision (its answer, or a promise of it)
+ * @param {(cellDir: string, answer: any) => Promise<void>} [committed]
  */
-async function transact(root, { env, scope, waitMs }, decide) {
+async function transact(root, { env, scope, waitMs }, decide, committed) {
   const cellDir = path.join(root, call('cell-path', { env, scope }).dir);
   let mutex;
   try {
@@ -147,23 +150,19 @@ async function transact(root, { env, scope, waitMs }, decide) {
     // at, and leaves no empty directory behind for `list` to show (a git store pushes nothing).
     const absent = await fs.lstat(cellDir).then(() => false, (e) => e.code === 'ENOENT');
     if (absent) {
-      const answer = decide({ env, scope, files: {} }, Date.now());
+      const answer = await decide({ env, scope, files: {} }, Date.now());
       if (!(Array.isArray(answer.changes) && answer.changes.length > 0)) return answer;
     }
     await mkdirOwnerOnly(cellDir);
-    if (!faults.unsafeNoMutex) mutex = await takeMutex(cellDir, { env, scope, waitMs });
+    mutex = await takeMutex(cellDir, { env, scope, waitMs });
     // A state file the snapshot lacked is created exclusively; when one appeared meanwhile, decide again.
     for (let attempt = 0; attempt < CREATE_ATTEMPTS; attempt += 1) {
       const cell = { env, scope, files: await loadFiles(cellDir) };
       const absent = call('cell-files', {}).filter((n) => !(n in cell.files));
-      // Test-only (BATON_TEST_JOURNAL): the cell's history, see faults.cjs.
-      const journal = faults.journaling ? { label: path.relative(root, cellDir), names: call('cell-files', {}) } : null;
-      if (journal) await faults.journalLoaded(journal.label, cellDir, cell.files, journal.names);
-      const answer = decide(cell, Date.now());
-      await faults.slowStore();
+      const answer = await decide(cell, Date.now());
       const changes = answer.changes ?? [];
       if (!(await applyChanges(cellDir, changes, absent))) continue;
-      if (journal && changes.length > 0) await faults.journalCommitted(journal.label, cellDir, journal.names);
+      if (committed && changes.length > 0) await committed(cellDir, answer);
       return answer;
     }
     throw hostError(
@@ -218,7 +217,7 @@ class DirStore extends CellStore {
    * @param {object} [request] the request without `cell` and `nowMs`
    */
   transact({ env, scope }, op, request = {}) {
-    return this.transactWith({ env, scope }, (cell, nowMs) => call(op, { ...request, cell, nowMs })).then(faults.reply);
+    return this.transactWith({ env, scope }, (cell, nowMs) => call(op, { ...request, cell, nowMs }));
   }
 
   /**

@@ -23,7 +23,6 @@ const { setTimeout: sleep } = require('node:timers/promises');
 const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
 const { CellStore } = require('./cell-store.cjs');
-const faults = require('./faults.cjs');
 
 /** The host's monotonic clock in whole ms (the lease machine's clock: deadlines compare with it). */
 const monotonicNow = () => Math.floor(performance.now());
@@ -331,7 +330,7 @@ class EtcdStore extends CellStore {
    *   up at the latest (a held lease's `storeDeadline`); without it the store budget from now bounds it
    */
   transact(target, op, request = {}, { deadline } = {}) {
-    return this.transactWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs }), { deadline }).then(faults.reply);
+    return this.transactWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs }), { deadline });
   }
 
   /** The store primitive under `transact`, deciding with `decide(cell, nowMs)` (see the git store's). */

@@ -182,7 +182,7 @@ test('a signal while waiting for a held lock ends the wait: nothing ran, the oth
   assert.equal(exit?.code, 130, detail);
   assert.equal(child.lines.some((l) => l.ev === 'ran'), false, 'the callback never ran');
   assert.doesNotMatch(child.stderr(), /BatonError/, 'the unhandled INTERRUPTED does not end the process with 1');
-  const { expiresInMs: _left, ...lock } = await store.readLock({ env: 'preview', scope: 'pr-1' });
+  const { expiresInMs: _left, expiresIn: _text, ...lock } = await store.readLock({ env: 'preview', scope: 'pr-1' });
   assert.deepEqual(lock, { ...other.lock, expired: false }, 'the other holder is untouched');
 });
 

@@ -8,7 +8,8 @@
 // each lane with its own processes and scopes. The stand-in starts its attempt when baton's mutex (or cell
 // directory) appears, plus a random 0-1.5 ms, so it lands inside baton's transaction window; every other
 // pair of CLI rounds also widens baton's window between load and commit by a random 0-2 ms
-// (BATON_TEST_STORE_DELAY_MS, a debug-build fault that changes nothing baton decides or commits).
+// (BATON_TEST_STORE_DELAY_MS, a fault of the `test-faults` build that scripts/test.sh runs here as BATON_BIN; it
+// changes nothing baton decides or commits).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync, readFileSync, mkdirSync, realpathSync, existsSync } from 'node:fs';

@@ -8,6 +8,7 @@
  */
 import { appendFileSync } from 'node:fs';
 import { openStore, withLease } from '../../host-node/js/index.mjs';
+import { withFaults } from '../../host-node/test-support/faults.cjs';
 
 const plan = JSON.parse(process.argv[2]);
 const log = (event) => appendFileSync(plan.log, `${JSON.stringify(event)}\n`);
@@ -43,7 +44,8 @@ async function createShared(lease, key) {
   }
 }
 
-const store = openStore(plan.store);
+// The harness's faults (BATON_TEST_*): the published package has none.
+const store = withFaults(openStore(plan.store));
 try {
   await withLease(
     store,

@@ -17,7 +17,8 @@ export type ErrorCode =
   | 'INTENT_UNRESOLVED'
   | 'COMMAND_FAILED'
   | 'INTERRUPTED'
-  | 'INTERNAL';
+  | 'INTERNAL'
+  | 'RANDOM_UNAVAILABLE';
 
 /** Every operation of the core, for the raw `invoke`. */
 export type Operation =
@@ -141,6 +142,8 @@ export interface LockView extends Lock {
   expired: boolean;
   /** Milliseconds from the read until `expiresAt` (negative once expired). */
   expiresInMs: number;
+  /** `expiresInMs` for people (`14m 59s`, `0ms` once expired). */
+  expiresIn: string;
 }
 
 /** A cell: one environment and scope. */

@@ -9,14 +9,14 @@ use serde_json::{Map, Value};
 /// The environment of the claim cells; reserved, never a run's environment.
 pub const CLAIMS_ENV: &str = "_claims";
 /// The file of a claim cell.
-pub const CLAIM_FILE: &str = "claim.json";
+pub use crate::cell::CLAIM_FILE;
 /// The claim format this baton writes.
 pub const CLAIM_VERSION: u64 = 1;
 
 /// The claim cell of a resource identity in environment `env`: `(_claims, <32 hex>)`.
 pub fn claim_cell(env: &str, adapter: &str, provider: &Value, key: &str) -> (String, String) {
     let id = identity(adapter, provider, key);
-    let digest = crate::sha256::hex(format!("{env}\n{id}").as_bytes());
+    let digest = crate::names::sha256_hex(format!("{env}\n{id}").as_bytes());
     (CLAIMS_ENV.to_owned(), digest[..32].to_owned())
 }
 

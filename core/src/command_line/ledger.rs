@@ -2,7 +2,7 @@
 //! and the fence of the run changing the ledger, read as the CLI reads them, so a command under
 //! `baton-lease run` (or a job-long lease of the GitHub Action) records what it creates without the CLI.
 
-use super::{CONTEXT, split_flag};
+use super::words::{CONTEXT, split_flag};
 use crate::error::CoreError;
 use serde::Serialize;
 use serde_json::{Map, Value, json};

@@ -7,6 +7,9 @@
 //! what the host needs to gather the context, open the store and configure the run machine, or `USAGE`.
 
 pub mod ledger;
+mod words;
+
+use words::{CONTEXT, split_flag};
 
 use crate::error::CoreError;
 use serde::{Deserialize, Serialize};
@@ -60,14 +63,6 @@ pub struct CommandLine {
     pub destroy: bool,
 }
 
-pub(crate) const CONTEXT: [(&str, &str); 6] = [
-    ("--env", "env"),
-    ("--scope", "scope"),
-    ("--branch", "branch"),
-    ("--sha", "sha"),
-    ("--pr", "pr"),
-    ("--default-branch", "defaultBranch"),
-];
 const DURATIONS: [(&str, &str); 4] = [
     ("--ttl", "ttlMs"),
     ("--wait-timeout", "waitTimeoutMs"),
@@ -119,14 +114,6 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         _ => return Err(format!("`{s}` has an unknown unit `{unit}`: use ms, s, m or h")),
     };
     n.checked_mul(factor).ok_or_else(|| format!("`{s}` is too long"))
-}
-
-/// `--flag=value` as (`--flag`, Some(`value`)); any other word as itself and None.
-pub(crate) fn split_flag(word: &str) -> (&str, Option<String>) {
-    match word.split_once('=') {
-        Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-        _ => (word, None),
-    }
 }
 
 /// The answer of `command-line`: a run's, destroy's or gc's [`CommandLine`], or a ledger command's

@@ -60,6 +60,9 @@ pub struct LeaseConfig {
 fn default_ttl() -> u64 {
     DEFAULT_TTL_MS
 }
+/// The default time limit of one store operation, retries included (`BATON_STORE_BUDGET_MS`).
+pub const DEFAULT_BUDGET_MS: u64 = 60_000;
+
 fn default_wait_timeout() -> u64 {
     DEFAULT_WAIT_TIMEOUT_MS
 }
@@ -103,7 +106,7 @@ impl LeaseConfig {
 
     /// The store budget of one operation, in ms.
     pub fn store_budget(&self) -> u64 {
-        self.store_budget_ms.filter(|b| *b > 0).unwrap_or(crate::gitstore::DEFAULT_BUDGET_MS)
+        self.store_budget_ms.filter(|b| *b > 0).unwrap_or(DEFAULT_BUDGET_MS)
     }
 
     /// `env/scope`, or the label given.

@@ -33,7 +33,9 @@
 mod config;
 mod machine;
 
-pub use config::{DEFAULT_POLL_MS, DEFAULT_TTL_MS, DEFAULT_WAIT_TIMEOUT_MS, LeaseConfig, RELEASE_RETRY_MS, Timing};
+pub use config::{
+    DEFAULT_BUDGET_MS, DEFAULT_POLL_MS, DEFAULT_TTL_MS, DEFAULT_WAIT_TIMEOUT_MS, LeaseConfig, RELEASE_RETRY_MS, Timing,
+};
 pub use machine::{Action, LeaseEvent, LeaseMachine, Mono, StoreResult};
 
 #[cfg(test)]

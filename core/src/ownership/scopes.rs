@@ -75,7 +75,7 @@ pub fn parent_cell(identity: &str, secrets: &[String]) -> Result<(String, String
             "the parent-object identity contains a secret value; an identity is written to locks and receipts, so it must name the object, not carry a credential",
         ));
     }
-    let digest = crate::sha256::hex(identity.as_bytes());
+    let digest = crate::names::sha256_hex(identity.as_bytes());
     Ok((PARENT_ENV.into(), digest[..32].to_owned()))
 }
 
@@ -96,7 +96,7 @@ mod tests {
         let (env, scope) = parent_cell("fake:list:callbacks", &[]).unwrap();
         assert_eq!(env, "_locks");
         assert_eq!(scope.len(), 32);
-        assert_eq!(scope, crate::sha256::hex(b"fake:list:callbacks")[..32]);
+        assert_eq!(scope, crate::names::sha256_hex(b"fake:list:callbacks")[..32]);
         assert!(parent_cell("http://user:hunter22@x/list", &["hunter22".into()]).is_err());
     }
 }

@@ -11,12 +11,12 @@ mod parse;
 pub use ledger::{CreatedBy, LedgerEntry, ResourceRef, canonical_json, identity, owned_marker};
 pub use parse::parse_receipt;
 
-use crate::cell::{Cell, Change, to_file_json};
+use crate::cell::{Cell, Change, to_file_json, validate_data_file};
 use crate::error::CoreError;
 use serde_json::{Map, Value};
 
 /// The receipt file every reader looks at first.
-pub const LATEST_FILE: &str = "latest.json";
+pub use crate::cell::LATEST_FILE;
 /// The receipt version this baton writes (and the newest it reads).
 pub const RECEIPT_VERSION: u64 = 2;
 
@@ -62,7 +62,7 @@ impl Receipt {
     /// [`Self::changes`] for `value`, this receipt's [`Self::to_value`] computed once by the caller.
     pub fn changes_of(&self, value: &Value) -> Result<Vec<Change>, CoreError> {
         let run_id = self.str("runId");
-        crate::lock::validate_data_file(&format!("{run_id}.json"))
+        validate_data_file(&format!("{run_id}.json"))
             .map_err(|_| CoreError::internal(format!("run id `{run_id}` cannot name a receipt file")))?;
         let content = to_file_json(value);
         Ok(vec![

@@ -1,12 +1,10 @@
 //! `baton lock acquire|release|status`.
 
 use crate::cli::{AcquireArgs, BreakArgs, FenceArgs, ReleaseArgs, RenewArgs, TargetArgs};
-use crate::duration::human;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
 use crate::output::{Outcome, note};
 use crate::store::Store;
-use crate::store::mutex::random_hex;
 use serde_json::{Map, Value, json};
 
 /// The cell a lock command works on.
@@ -73,7 +71,10 @@ pub async fn acquire(core: CoreComponent, args: &AcquireArgs) -> (CoreComponent,
         Ok(t) => t,
         Err(e) => return (core, Err(e)),
     };
-    let mut config = super::run::run_config("acquire", &args.lease, None);
+    let mut config = match super::run_config("acquire", &args.lease, None) {
+        Ok(c) => c,
+        Err(e) => return (core, Err(e)),
+    };
     config["context"] = t.context.clone();
     config["approvedBy"] = json!(args.approved_by);
     config["holder"] = json!(args.holder);
@@ -128,8 +129,10 @@ pub fn break_lock(core: &mut CoreComponent, args: &BreakArgs) -> Outcome {
     let t = target(core, &args.target)?;
     // Breaking takes the lock: production needs an approver here too.
     core.invoke("approval", &json!({ "env": t.env, "approvedBy": args.approved_by }))?;
-    let holder =
-        args.holder.clone().filter(|h| !h.trim().is_empty()).unwrap_or_else(|| format!("break-{}", random_hex(4)));
+    let holder = match args.holder.clone().filter(|h| !h.trim().is_empty()) {
+        Some(h) => h,
+        None => format!("break-{}", crate::random::hex(4)?),
+    };
     let (ttl, reason) = (args.ttl, args.reason.clone());
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
         core.invoke(
@@ -189,7 +192,7 @@ pub fn status(core: &mut CoreComponent, args: &TargetArgs) -> Outcome {
             let state = if lock["expired"] == true {
                 format!("expired at {expires} (anyone may take it over)")
             } else {
-                format!("live until {expires} ({} left)", human(lock["expiresInMs"].as_i64().unwrap_or(0)))
+                format!("live until {expires} ({} left)", lock["expiresIn"].as_str().unwrap_or("?"))
             };
             note(format!(
                 "{}/{} is held by {} (epoch {}), {state}",

@@ -11,7 +11,7 @@ pub mod write;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
 use crate::store::{DirStore, EtcdStore, GitEnv, GitStore, Store};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// Opens the store named by `spec` (`--store` / `BATON_STORE`), or the default: `.baton/` at the repository
 /// root, or for `baton run` in CI (`CI` set, as every CI system does) with an `origin` remote, that remote.
@@ -55,6 +55,14 @@ pub fn etcd_vars() -> serde_json::Value {
 /// prefix?, budgetMs?, mutexWaitMs?, run?, ci?, origin?}`, every variable as given): what [`open_store`]
 /// does once it has gathered the request, and what the store corpus opens its handles with.
 pub fn open_spec(core: &mut CoreComponent, request: &serde_json::Value) -> Result<Store, HostError> {
+    let store = open_answered(core, request)?;
+    // Test builds only (`--features test-faults`): the BATON_TEST_* faults around the store.
+    #[cfg(feature = "test-faults")]
+    let store = store.with_test_faults();
+    Ok(store)
+}
+
+fn open_answered(core: &mut CoreComponent, request: &serde_json::Value) -> Result<Store, HostError> {
     let answer = core.invoke("store-spec", request)?;
     if let Some(notice) = answer["notice"].as_str() {
         crate::output::note(notice);
@@ -79,6 +87,27 @@ pub fn open_spec(core: &mut CoreComponent, request: &serde_json::Value) -> Resul
         Some("etcd") => Ok(Store::Etcd(EtcdStore::open(&answer)?)),
         _ => Err(HostError::usage(format!("the store {} is not supported by this build", answer["label"]))),
     }
+}
+
+/// The run machine's configuration for `job` (`acquire`, `run`, `destroy`, `object`): the lease options
+/// given, fresh randomness, the grace.
+pub(crate) fn run_config(
+    job: &str,
+    lease: &crate::cli::LeaseArgs,
+    cancel_grace: Option<u64>,
+) -> Result<Value, HostError> {
+    let mut config = json!({ "job": job, "random": crate::random::hex(20)?, "wait": lease.wait });
+    for (key, value) in [
+        ("ttlMs", lease.ttl),
+        ("waitTimeoutMs", lease.wait_timeout),
+        ("pollMs", lease.poll_interval),
+        ("cancelGraceMs", cancel_grace),
+    ] {
+        if let Some(v) = value {
+            config[key] = v.into();
+        }
+    }
+    Ok(config)
 }
 
 /// Refuses (`USAGE`) a dir store whose path, or the nearest part of it that exists, is not a directory:

@@ -3,11 +3,11 @@
 //! cancellation, the handover, the verdict); this file only gathers the configuration and renders the end.
 
 use super::lock::{data, target_for};
-use crate::cli::{LeaseArgs, ObjectArgs, RunArgs};
+use super::run_config;
+use crate::cli::{ObjectArgs, RunArgs};
 use crate::driver::{Verdict, drive};
 use crate::engine::CoreComponent;
 use crate::output::Outcome;
-use crate::store::mutex::random_hex;
 use crate::work::Work;
 use serde_json::{Value, json};
 
@@ -30,28 +30,15 @@ pub async fn destroy(core: CoreComponent, args: &RunArgs) -> (CoreComponent, Run
     scoped(core, args, "destroy").await
 }
 
-/// The run machine's configuration for `job`: the lease options given, fresh randomness, the grace.
-pub(crate) fn run_config(job: &str, lease: &LeaseArgs, cancel_grace: Option<u64>) -> Value {
-    let mut config = json!({ "job": job, "random": random_hex(20), "wait": lease.wait });
-    for (key, value) in [
-        ("ttlMs", lease.ttl),
-        ("waitTimeoutMs", lease.wait_timeout),
-        ("pollMs", lease.poll_interval),
-        ("cancelGraceMs", cancel_grace),
-    ] {
-        if let Some(v) = value {
-            config[key] = v.into();
-        }
-    }
-    config
-}
-
 async fn scoped(mut core: CoreComponent, args: &RunArgs, job: &str) -> (CoreComponent, RunEnd) {
     let t = match target_for(&mut core, &args.target, job == "run") {
         Ok(t) => t,
         Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    let mut config = run_config(job, &args.lease, args.cancel_grace);
+    let mut config = match run_config(job, &args.lease, args.cancel_grace) {
+        Ok(c) => c,
+        Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
+    };
     config["context"] = t.context.clone();
     config["approvedBy"] = json!(args.approved_by);
     let work = Work { cmd: args.cmd.clone(), json: args.target.json, store_spec: t.store.export_spec() };
@@ -76,7 +63,10 @@ pub async fn lock_object(core: CoreComponent, args: &ObjectArgs) -> (CoreCompone
         Ok(s) => s,
         Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    let mut config = run_config("object", &args.lease, args.cancel_grace);
+    let mut config = match run_config("object", &args.lease, args.cancel_grace) {
+        Ok(c) => c,
+        Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
+    };
     config["object"] = json!({ "identity": args.identity, "secrets": secrets });
     let work = Work { cmd: args.cmd.clone(), json: args.json, store_spec: store.export_spec() };
     let spec = store.spec();

@@ -5,9 +5,10 @@ use crate::engine::CoreComponent;
 use crate::output::Outcome;
 use serde_json::Map;
 
-/// Detects the context; prints the scope name on stdout unless `--json`.
+/// Detects the context (the commit only where a CI source gives it: no `git rev-parse` for it); prints
+/// the scope name on stdout unless `--json`.
 pub fn run(core: &mut CoreComponent, args: &ScopeArgs) -> Outcome {
-    let context = crate::context::detect(core, &args.ctx)?;
+    let context = crate::context::detect_scope(core, &args.ctx)?;
     if !args.json {
         println!("{}", context["scope"].as_str().unwrap_or_default());
     }

@@ -68,3 +68,9 @@ fn a_damaged_or_missing_artifact_is_compiled_in_memory_instead() {
     let (_, refused) = load_embedded(&engine, &[], &tiny()).expect("compiles in memory");
     assert!(refused.expect("no artifact").contains("carries no precompiled core"));
 }
+
+#[test]
+fn the_embedded_core_runs_in_place_from_the_binary() {
+    let (engine, component) = super::in_place::load().expect("wasmtime accepts the core in the binary's text");
+    assert_eq!(answers(&engine, &component), "branch-feat-search");
+}

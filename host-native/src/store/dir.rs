@@ -3,7 +3,8 @@
 //! did not have (the original tool creates `lock.json` without the mutex: it is never replaced). Protocol:
 //! `docs/dir-store.md`.
 
-use super::mutex::{CellMutex, random_hex};
+use super::mutex::CellMutex;
+use crate::clock::now_ms;
 use crate::engine::CoreComponent;
 use crate::error::HostError;
 use serde_json::{Map, Value, json};
@@ -36,7 +37,8 @@ impl DirStore {
         format!("dir:{}", self.root.display())
     }
 
-    fn cell_dir(&self, core: &mut CoreComponent, env: &str, scope: &str) -> Result<PathBuf, HostError> {
+    /// The directory of the cell `env/scope` (the core's `cell-path` under the root), whether it exists or not.
+    pub fn cell_dir(&self, core: &mut CoreComponent, env: &str, scope: &str) -> Result<PathBuf, HostError> {
         let path = core.invoke("cell-path", &json!({ "env": env, "scope": scope }))?;
         let dir = path["dir"].as_str().ok_or_else(|| HostError::internal("cell-path answered without `dir`"))?;
         Ok(self.root.join(dir))
@@ -128,7 +130,22 @@ impl DirStore {
         core: &mut CoreComponent,
         env: &str,
         scope: &str,
+        decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
+    ) -> Result<Value, HostError> {
+        self.transact_observed(core, env, scope, decide, |_, _| {})
+    }
+
+    /// [`Self::transact`], calling `committed(dir, answer)` after the changes of a decision landed in the
+    /// cell directory `dir` and before the cell mutex is released (never for an answer that changed
+    /// nothing). For an observer that must see a cell's commits in their order, such as the test journal of
+    /// the `test-faults` build (`store/faults.rs`).
+    pub fn transact_observed(
+        &self,
+        core: &mut CoreComponent,
+        env: &str,
+        scope: &str,
         mut decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
+        mut committed: impl FnMut(&Path, &Value),
     ) -> Result<Value, HostError> {
         let dir = self.cell_dir(core, env, scope)?;
         // A cell that does not exist is created only by a decision that writes to it: one that changes
@@ -147,36 +164,20 @@ impl DirStore {
             .mode(0o700)
             .create(&dir)
             .map_err(|e| HostError::io(format!("cannot create {}", dir.display()), &e))?;
-        let faults = super::faults::faults();
-        let _mutex = if faults.unsafe_no_mutex() {
-            None
-        } else {
-            Some(CellMutex::take(core, &dir.join("lock.mutex"), env, scope, self.mutex_wait)?)
-        };
+        let _mutex = CellMutex::take(core, &dir.join("lock.mutex"), env, scope, self.mutex_wait)?;
         // A state file the snapshot did not have is created exclusively: the original tool creates
         // `lock.json` with link(2) without taking the mutex, so it may appear meanwhile; then decide again.
         for _ in 0..CREATE_ATTEMPTS {
             let cell = self.load(core, &dir, env, scope)?;
             let absent: Vec<String> =
                 core.cell_files()?.into_iter().filter(|n| cell["files"].get(n.as_str()).is_none()).collect();
-            // Test-only (BATON_TEST_JOURNAL): the cell's history, see `faults`.
-            let journal = if faults.journaling() {
-                let label = dir.strip_prefix(&self.root).unwrap_or(&dir).display().to_string();
-                let names = core.cell_files()?;
-                let loaded = cell["files"].as_object().cloned().unwrap_or_default();
-                faults.journal_loaded(&label, &dir, &loaded, &names);
-                Some((label, names))
-            } else {
-                None
-            };
             let answer = decide(core, cell, now_ms())?;
-            faults.slow_store();
             if let Some(changes) = answer.get("changes").and_then(Value::as_array) {
                 if let Applied::AppearedMeanwhile = apply(&dir, changes, &absent)? {
                     continue;
                 }
-                if let (Some((label, names)), false) = (&journal, changes.is_empty()) {
-                    faults.journal_committed(label, &dir, names);
+                if !changes.is_empty() {
+                    committed(&dir, &answer);
                 }
             }
             return Ok(answer);
@@ -219,7 +220,7 @@ fn apply(dir: &Path, changes: &[Value], absent: &[String]) -> Result<Applied, Ho
         match change["op"].as_str() {
             Some("write") => {
                 let content = change["content"].as_str().unwrap_or_default();
-                let tmp = dir.join(format!("{file}.{}.{}.tmp", std::process::id(), random_hex(4)));
+                let tmp = dir.join(format!("{file}.{}.{}.tmp", std::process::id(), crate::random::hex(4)?));
                 let created = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp);
                 let written = created.and_then(|mut f| {
                     f.write_all(content.as_bytes())?;
@@ -267,11 +268,4 @@ fn create_linked(tmp: &Path, path: &Path, content: &str) -> std::io::Result<()> 
         }
         other => other,
     }
-}
-
-/// Wall-clock milliseconds since the Unix epoch.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

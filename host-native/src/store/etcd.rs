@@ -208,7 +208,7 @@ impl EtcdStore {
                 None => (self.load(core, &mut op, &what, &names)?, true),
             };
             let snapshot = json!({ "env": env, "scope": scope, "files": loaded.files });
-            let decided = decide(core, snapshot, super::dir::now_ms());
+            let decided = decide(core, snapshot, crate::clock::now_ms());
             let changes = match &decided {
                 Ok(answer) => answer.get("changes").and_then(Value::as_array).cloned().unwrap_or_default(),
                 Err(_) => Vec::new(),
@@ -263,7 +263,7 @@ impl EtcdStore {
         let mut op = self.begin(core, None);
         let keys = self.keys(core, env, Some(scope))?;
         let loaded = self.load(core, &mut op, &format!("the cell {env}/{scope}"), &state_keys(&keys))?;
-        decide(core, json!({ "env": env, "scope": scope, "files": loaded.files }), super::dir::now_ms())
+        decide(core, json!({ "env": env, "scope": scope, "files": loaded.files }), crate::clock::now_ms())
     }
 
     /// The text of one file of the cell, if it exists.
@@ -428,7 +428,7 @@ impl EtcdStore {
             &json!({
                 "what": what, "endpoint": endpoints.get(index), "endpoints": endpoints, "outcome": outcome,
                 "code": code, "detail": detail, "attempts": op.attempts, "elapsedMs": op.elapsed_ms(),
-                "budgetMs": op.budget_ms(), "random": super::git::random_unit(),
+                "budgetMs": op.budget_ms(), "random": crate::random::unit()?,
             }),
         )?;
         let delay = Duration::from_millis(answer["delayMs"].as_u64().unwrap_or(0));

@@ -159,7 +159,7 @@ impl GitStore {
             })()
             .map_err(|e| redacted(core, e))?
         };
-        decide(core, cell, super::dir::now_ms())
+        decide(core, cell, crate::clock::now_ms())
     }
 
     /// The text of one file of the cell at the remote's current tip.
@@ -298,7 +298,7 @@ impl Inner {
             &json!({
                 "read": true, "what": what, "ref": reference, "remote": self.remote,
                 "outcome": outcome["outcome"], "detail": outcome["detail"], "attempts": attempts,
-                "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": random_unit(),
+                "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": crate::random::unit()?,
             }),
         )?;
         std::thread::sleep(Duration::from_millis(retry["delayMs"].as_u64().unwrap_or(0)));
@@ -443,7 +443,7 @@ impl Inner {
             };
             let (snapshot, seed) = self.load_seeded(core, env, scope, cell, tip.as_deref())?;
             let old_lock = snapshot["files"]["lock.json"].as_str().map(str::to_owned);
-            let decided = decide(core, snapshot, super::dir::now_ms());
+            let decided = decide(core, snapshot, crate::clock::now_ms());
             let changes = match &decided {
                 Ok(answer) => answer.get("changes").and_then(Value::as_array).cloned().unwrap_or_default(),
                 Err(_) => Vec::new(),
@@ -492,7 +492,7 @@ impl Inner {
                 &json!({
                     "what": what, "ref": cell.full, "remote": remote, "outcome": outcome["outcome"],
                     "detail": outcome["detail"], "attempts": attempts, "rejections": rejections,
-                    "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": random_unit(),
+                    "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": crate::random::unit()?,
                 }),
             )?;
             std::thread::sleep(Duration::from_millis(retry["delayMs"].as_u64().unwrap_or(0)));
@@ -667,11 +667,4 @@ fn redacted(core: &mut CoreComponent, mut e: HostError) -> HostError {
         }
     }
     e
-}
-
-/// A random number in `[0, 1)` for the core's full-jitter backoff.
-pub(crate) fn random_unit() -> f64 {
-    let hex = super::mutex::random_hex(6);
-    let n = u64::from_str_radix(&hex, 16).unwrap_or(0);
-    n as f64 / (1u64 << 48) as f64
 }

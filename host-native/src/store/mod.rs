@@ -6,6 +6,7 @@
 
 pub mod dir;
 pub mod etcd;
+#[cfg(feature = "test-faults")]
 pub mod faults;
 pub mod git;
 pub mod mutex;
@@ -28,15 +29,30 @@ pub enum Store {
     Git(GitStore),
     /// `etcd:<endpoints>`: one etcd transaction per commit, comparing the cell's revisions.
     Etcd(EtcdStore),
+    /// Another store with the test faults of the environment around it (`test-faults` builds only).
+    #[cfg(feature = "test-faults")]
+    Faulty(Box<Self>, faults::Faults),
 }
 
 impl Store {
+    /// This store inside [`Self::Faulty`] when a `BATON_TEST_*` fault is set (`test-faults` builds only; see
+    /// `faults`). Call once per opened store (`commands::open_spec` does).
+    #[cfg(feature = "test-faults")]
+    pub fn with_test_faults(self) -> Self {
+        match faults::Faults::from_env() {
+            Some(f) => Self::Faulty(Box::new(self), f),
+            None => self,
+        }
+    }
+
     /// The spec that names this store (credentials redacted), as exported to `baton run`'s command.
     pub fn spec(&self) -> String {
         match self {
             Self::Dir(s) => s.spec(),
             Self::Git(s) => s.spec(),
             Self::Etcd(s) => s.spec(),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s, _) => s.spec(),
         }
     }
 
@@ -46,6 +62,8 @@ impl Store {
             Self::Dir(_) => None,
             Self::Git(s) => Some(s.budget_ms()),
             Self::Etcd(s) => Some(s.budget_ms()),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s, _) => s.budget_ms(),
         }
     }
 
@@ -56,6 +74,8 @@ impl Store {
             Self::Dir(s) => s.spec(),
             Self::Git(s) => s.export_spec(),
             Self::Etcd(s) => s.export_spec(),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s, _) => s.export_spec(),
         }
     }
 
@@ -83,12 +103,20 @@ impl Store {
         deadline: Option<std::time::Instant>,
         decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
-        let answer = match self {
+        match self {
             Self::Dir(s) => s.transact(core, env, scope, decide),
             Self::Git(s) => s.transact(core, env, scope, deadline, decide),
             Self::Etcd(s) => s.transact(core, env, scope, deadline, decide),
-        };
-        faults::faults().reply(answer.map_err(|e| e.classified(core)))
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(inner, f) => {
+                let answer = match &**inner {
+                    Self::Dir(s) => f.transact_dir(s, core, env, scope, decide).map_err(|e| core.classify(e)),
+                    other => other.transact_until(core, env, scope, deadline, decide),
+                };
+                return f.reply(answer);
+            }
+        }
+        .map_err(|e| core.classify(e))
     }
 
     /// A read-only look at the cell `env/scope`.
@@ -103,8 +131,10 @@ impl Store {
             Self::Dir(s) => s.read(core, env, scope, decide),
             Self::Git(s) => s.read(core, env, scope, decide),
             Self::Etcd(s) => s.read(core, env, scope, decide),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s, _) => return s.read(core, env, scope, decide),
         }
-        .map_err(|e| e.classified(core))
+        .map_err(|e| core.classify(e))
     }
 
     /// The scopes of `env` with their `latest.json` text: `[{scope, text}]`, sorted by scope.
@@ -113,8 +143,10 @@ impl Store {
             Self::Dir(s) => s.list(core, env),
             Self::Git(s) => s.list(core, env),
             Self::Etcd(s) => s.list(core, env),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s, _) => return s.list(core, env),
         }
-        .map_err(|e| e.classified(core))
+        .map_err(|e| core.classify(e))
     }
 
     /// The text of one file of the cell (e.g. a run's receipt), if it exists.
@@ -129,7 +161,9 @@ impl Store {
             Self::Dir(s) => s.read_file(core, env, scope, file),
             Self::Git(s) => s.read_file(core, env, scope, file),
             Self::Etcd(s) => s.read_file(core, env, scope, file),
+            #[cfg(feature = "test-faults")]
+            Self::Faulty(s, _) => return s.read_file(core, env, scope, file),
         }
-        .map_err(|e| e.classified(core))
+        .map_err(|e| core.classify(e))
     }
 }

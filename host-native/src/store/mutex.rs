@@ -47,11 +47,11 @@ impl CellMutex {
         scope: &str,
         bound: Duration,
     ) -> Result<Self, HostError> {
-        let token = random_hex(8);
+        let token = crate::random::hex(8)?;
         let pid = std::process::id();
         let own = core.invoke(
             "mutex-content",
-            &json!({ "pid": pid, "stat": read_stat(pid), "host": hostname(), "token": token, "nowMs": super::dir::now_ms() }),
+            &json!({ "pid": pid, "stat": read_stat(pid), "host": hostname(), "token": token, "nowMs": crate::clock::now_ms() }),
         )?;
         let content = own["content"].as_str().unwrap_or_default().to_owned();
         let refresh = Duration::from_millis(own["refreshMs"].as_u64().unwrap_or(2_000));
@@ -115,7 +115,7 @@ impl CellMutex {
             }
             let base = f64::from((2 + spins).min(25));
             spins += 1;
-            let jitter = 0.5 + f64::from(random_u32() % 1000) / 1000.0;
+            let jitter = 0.5 + crate::random::unit()?;
             std::thread::sleep(Duration::from_micros((base * jitter * 1000.0) as u64));
         }
     }
@@ -153,7 +153,7 @@ fn refresh_loop(held: &Held, path: &Path, tmp: &Path, every: Duration) {
             return; // not ours any more: nothing to keep fresh
         }
         let Ok(mut v) = serde_json::from_str::<Value>(&ours) else { return };
-        v["at"] = super::dir::now_ms().into();
+        v["at"] = crate::clock::now_ms().into();
         let fresh = format!("{v}\n");
         let _ = std::fs::remove_file(tmp);
         if write_new(tmp, &fresh).and_then(|()| std::fs::rename(tmp, path)).is_ok() {
@@ -245,21 +245,4 @@ fn hostname() -> String {
         .map(|s| s.trim().to_owned())
         .or_else(|_| std::env::var("HOSTNAME"))
         .unwrap_or_default()
-}
-
-/// `n` random bytes from the OS as hex (falls back to time and pid where /dev/urandom is missing).
-pub fn random_hex(n: usize) -> String {
-    let mut buf = vec![0u8; n];
-    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut buf)).is_ok();
-    if !ok {
-        let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = (seed >> ((i % 16) * 8)) as u8 ^ (std::process::id() as u8).wrapping_mul(i as u8 + 1);
-        }
-    }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn random_u32() -> u32 {
-    u32::from_str_radix(&random_hex(4), 16).unwrap_or(7)
 }

@@ -33,7 +33,6 @@ const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
 const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
-const faults = require('./faults.cjs');
 const { git } = require('./git-run.cjs');
 const legacy = require('./git-legacy.cjs');
 const { startTime, ownStart } = require('./process.cjs');
@@ -554,7 +553,7 @@ class GitStore extends CellStore {
    *   up at the latest (a held lease's `storeDeadline`); without it the store budget from now bounds it
    */
   transact(target, op, request = {}, { deadline } = {}) {
-    return this.transactWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs }), { deadline }).then(faults.reply);
+    return this.transactWith(target, (cell, nowMs) => call(op, { ...request, cell, nowMs }), { deadline });
   }
 
   /**

@@ -93,7 +93,7 @@ impl Repo {
         let base = std::env::temp_dir();
         let mut tries = 0;
         let dir = loop {
-            let dir = base.join(name(&super::super::mutex::random_hex(4))?);
+            let dir = base.join(name(&crate::random::hex(4)?)?);
             match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => break dir,
                 Err(e) if e.kind() == ErrorKind::AlreadyExists && tries < 16 => tries += 1,

@@ -1,25 +1,27 @@
 'use strict';
 /**
- * Test-only store faults and the dir store's journal, for the torture harness (`torture/`), read from the
- * same environment variables as the native host (host-native/src/store/faults.rs, which documents them).
- * Each is off unless set, and none changes what a store decides or commits; when any is set, the process
- * says so once (a `BatonTestFault` warning):
+ * Test-only store faults and the dir store's journal, for the torture harness (`torture/`) and the fault
+ * tests: `withFaults(store)` wraps a store opened with the package's `openStore`. This file is not part of
+ * the published package (package.json `files`), so nothing a user installs reads these variables. They are
+ * the native host's (host-native/src/store/faults.rs, feature `test-faults`, which documents them):
  * - BATON_TEST_STORE_DELAY_MS=N: a dir store transaction sleeps a random 0..=N ms holding the cell mutex,
- *   between loading the cell and committing (a slow store);
+ *   between deciding and committing (a slow store);
  * - BATON_TEST_LOST_REPLY=P: after a transaction committed, the store rejects with probability P, as if
  *   its reply had been lost (the write happened; the caller does not know);
  * - BATON_TEST_JOURNAL=FILE: every committed dir store transaction appends one JSON line with the cell's
  *   state files after the commit, while the cell mutex is still held (the cell's history in commit order);
  *   a state the previous writer committed but did not journal (it died) is journaled, marked `gap`, by the
  *   next transaction on the cell;
- * - BATON_TEST_UNSAFE_NO_MUTEX=1: the dir store skips its cell mutex, breaking it on purpose (the harness's
- *   negative control, `torture.mjs --sabotage`, must then find violations);
+ * - BATON_TEST_UNSAFE_NO_MUTEX=1: a dir store transaction decides on the cell as it was read before the
+ *   mutex was taken, so the mutex protects nothing (the harness's negative control, `torture.mjs
+ *   --sabotage`, must then find violations);
  * - BATON_TEST_FAULT_LOG=FILE: each injected lost reply appends a line `lost-reply <pid> <holder>` to FILE.
  */
 const fs = require('node:fs/promises');
 const path = require('node:path');
 const { appendFileSync } = require('node:fs');
-const { hostError } = require('./core.cjs');
+const { call, hostError } = require('../js/core.cjs');
+const { transact } = require('../js/dir-store.cjs');
 
 const env = process.env;
 const delayMs = Math.max(0, Number(env.BATON_TEST_STORE_DELAY_MS) || 0);
@@ -31,11 +33,7 @@ const journalFile = env.BATON_TEST_JOURNAL || null;
 const faultLog = env.BATON_TEST_FAULT_LOG || null;
 const unsafeNoMutex = env.BATON_TEST_UNSAFE_NO_MUTEX === '1';
 
-if (delayMs > 0 || lostReply > 0 || journalFile || unsafeNoMutex) {
-  process.emitWarning('test-only store faults are on (BATON_TEST_* variables): never in real use', { type: 'BatonTestFault' });
-}
-
-/** Sleeps a random part of BATON_TEST_STORE_DELAY_MS. Call holding the cell mutex. */
+/** Sleeps a random part of BATON_TEST_STORE_DELAY_MS. Called holding the cell mutex. */
 async function slowStore() {
   if (delayMs > 0) await new Promise((r) => setTimeout(r, Math.floor(Math.random() * (delayMs + 1))));
 }
@@ -59,12 +57,9 @@ async function writeLine(cell, cellDir, files, gap) {
   await fs.writeFile(path.join(cellDir, '.journal-last'), JSON.stringify(files), { mode: 0o600 });
 }
 
-/** Whether commits are journaled. */
-const journaling = journalFile !== null;
-
 /**
  * Journals the state a transaction loaded (`loaded`: name → text) if it is not the last state journaled
- * for the cell: its writer died between commit and journal line. Call holding the mutex, before deciding.
+ * for the cell: its writer died between commit and journal line. Called holding the mutex, before deciding.
  */
 async function journalLoaded(cell, cellDir, loaded, names) {
   const files = Object.fromEntries(names.map((n) => [n, loaded[n] ?? null]));
@@ -79,7 +74,7 @@ function sameJson(a, b) {
   return Object.keys(a).length === keys.length && keys.every((k) => a[k] === b[k]);
 }
 
-/** Appends the cell's state files after a commit to BATON_TEST_JOURNAL. Call holding the cell mutex. */
+/** Appends the cell's state files after a commit to BATON_TEST_JOURNAL. Called holding the cell mutex. */
 async function journalCommitted(cell, cellDir, names) {
   const files = {};
   for (const name of names) {
@@ -88,4 +83,35 @@ async function journalCommitted(cell, cellDir, names) {
   await writeLine(cell, cellDir, files, false);
 }
 
-module.exports = { slowStore, reply, journaling, journalLoaded, journalCommitted, unsafeNoMutex };
+/**
+ * `store` with the BATON_TEST_* faults around it (the same object, its `transact` and, for a dir store,
+ * `transactWith` replaced), or `store` untouched when none is set. Call once, right after `openStore`.
+ * @template S
+ * @param {S} store
+ * @returns {S}
+ */
+function withFaults(store) {
+  if (!(delayMs > 0 || lostReply > 0 || journalFile || unsafeNoMutex)) return store;
+  if (store.kind === 'dir') {
+    store.transactWith = async ({ env, scope }, decide) => {
+      const cellDir = path.join(store.path, call('cell-path', { env, scope }).dir);
+      const label = path.relative(store.path, cellDir);
+      const names = call('cell-files', {});
+      // The sabotage: every decision is made on what the cell held before the mutex was taken.
+      const stale = unsafeNoMutex ? await store.readWith({ env, scope }, (cell) => ({ cell })).then((a) => a.cell) : null;
+      const faulty = async (cell, nowMs) => {
+        if (journalFile) await journalLoaded(label, cellDir, cell.files, names);
+        const answer = decide(stale ?? cell, nowMs);
+        await slowStore();
+        return answer;
+      };
+      const committed = journalFile ? (dir) => journalCommitted(label, dir, names) : undefined;
+      return transact(store.path, { env, scope, waitMs: store.mutexWaitMs }, faulty, committed);
+    };
+  }
+  const inner = store.transact.bind(store);
+  store.transact = (...args) => inner(...args).then(reply);
+  return store;
+}
+
+module.exports = { withFaults };
