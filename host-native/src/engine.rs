@@ -21,6 +21,9 @@ mod bindings {
     wasmtime::component::bindgen!({ world: "core", path: "../wit" });
 }
 
+// ELF only: `.text.*` sections are merged into the executable text by the linker (Mach-O and PE name
+// sections differently); elsewhere the copying load below is the only one.
+#[cfg(target_os = "linux")]
 mod in_place;
 mod run;
 pub use run::RunRef;
@@ -292,6 +295,7 @@ pub fn embedded() -> Result<(Engine, Component), HostError> {
     static EMBEDDED: OnceLock<Result<(Engine, Component), HostError>> = OnceLock::new();
     EMBEDDED
         .get_or_init(|| {
+            #[cfg(target_os = "linux")]
             if let Ok(loaded) = in_place::load() {
                 return Ok(loaded);
             }

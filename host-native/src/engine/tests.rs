@@ -69,6 +69,7 @@ fn a_damaged_or_missing_artifact_is_compiled_in_memory_instead() {
     assert!(refused.expect("no artifact").contains("carries no precompiled core"));
 }
 
+#[cfg(target_os = "linux")]
 #[test]
 fn the_embedded_core_runs_in_place_from_the_binary() {
     let (engine, component) = super::in_place::load().expect("wasmtime accepts the core in the binary's text");
