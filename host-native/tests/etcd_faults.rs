@@ -64,8 +64,10 @@ fn runs_keep_their_lease_or_stop_with_lock_lost_through_cluster_faults() {
     let t = TempDir::new("etcd-faults");
     let mut c = Cluster::start("faults", 3);
 
-    // The leader SIGKILLed mid-run (a new one is elected within about a second), then restarted.
-    let runs = start_runs(&t, &c, "leader-killed", 3, "3s", 5);
+    // The leader SIGKILLed mid-run (a new one is elected within about a second), then restarted. A TTL of 6 s
+    // (stop 4.8 s after a renewal was sent) leaves a renewal the time to time out on the dead leader (2 s) and
+    // move to a live member even on a loaded machine; with 3 s every run sometimes stopped (LOCK_LOST).
+    let runs = start_runs(&t, &c, "leader-killed", 3, "6s", 5);
     let leader = c.leader().expect("a leader");
     std::thread::sleep(Duration::from_millis(1000));
     let killed = Instant::now();
