@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
-step() { printf '\n== %s\n' "$*" >&2; }
+# Each step's header says how long the run has taken so far (CI must stay under 25 minutes cold).
+start=$SECONDS
+step() { printf '\n== %s  [%d s]\n' "$*" "$((SECONDS - start))" >&2; }
 
 step "setup";                bash scripts/setup.sh
 step "format";               cargo fmt --all --check
