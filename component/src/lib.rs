@@ -1,85 +1,44 @@
-//! The baton core as a WebAssembly component (`wit/baton.wit`, world `core`), with no imports.
+//! The baton core as a WebAssembly component (`wit/`, world `core`), with no imports.
 //!
-//! Type conversions only: every function forwards to [`baton_core::api::invoke`].
+//! Type conversions only: the typed interfaces (`locks`, `leases`) convert with [`convert`] and call the
+//! core's typed functions; the JSON ones of `decisions` forward to [`baton_core::api::invoke`].
 
 // The generated bindings declare the canonical-ABI exports, which needs `unsafe` and `export_name`.
 #![allow(missing_docs, unreachable_pub, unsafe_code)]
+// The generated traits fix every export's error type (the WIT `error` record, with its typed facts).
+#![allow(clippy::result_large_err)]
 
 wit_bindgen::generate!({ world: "core", path: "../wit" });
 
+mod convert;
+mod locks;
+
 use baton_core::run::json as run_json;
 use baton_core::{CoreError, ErrorCode as Code, api};
-use exports::baton::core::decisions::{
-    Error, ErrorCode, ErrorInfo, Guest, GuestLease, GuestRun, Lease as LeaseHandle, Run as RunHandle,
-};
+use convert::code;
+use exports::baton::core::decisions::{Guest, GuestRun, Run as RunHandle};
+use exports::baton::core::types::{Cell, Error, ErrorInfo};
+use exports::baton::core::{leases, locks as wlocks};
 use std::cell::RefCell;
 
 struct Component;
 
-fn code(c: Code) -> ErrorCode {
-    match c {
-        Code::LockHeld => ErrorCode::LockHeld,
-        Code::LockLost => ErrorCode::LockLost,
-        Code::LockCorrupt => ErrorCode::LockCorrupt,
-        Code::OwnedByOtherScope => ErrorCode::OwnedByOtherScope,
-        Code::EnvNotApproved => ErrorCode::EnvNotApproved,
-        Code::CtxNull => ErrorCode::CtxNull,
-        Code::Usage => ErrorCode::Usage,
-        Code::StoreContended => ErrorCode::StoreContended,
-        Code::StoreRejected => ErrorCode::StoreRejected,
-        Code::StorePermission => ErrorCode::StorePermission,
-        Code::ReceiptCorrupt => ErrorCode::ReceiptCorrupt,
-        Code::ReceiptVersion => ErrorCode::ReceiptVersion,
-        Code::IntentUnresolved => ErrorCode::IntentUnresolved,
-        Code::CommandFailed => ErrorCode::CommandFailed,
-        Code::Interrupted => ErrorCode::Interrupted,
-        Code::Internal => ErrorCode::Internal,
-        Code::RandomUnavailable => ErrorCode::RandomUnavailable,
-    }
-}
-
 fn error(e: CoreError) -> Error {
-    Error { code: code(e.code), json: e.to_json().to_string(), message: e.message }
+    convert::error(e)
 }
 
 fn call(op: &str, request: String) -> Result<String, Error> {
     api::invoke(op, &request).map_err(error)
 }
 
-/// The `lease` resource: a core lease machine behind a `RefCell` (resources are called through `&self`).
-struct Lease(RefCell<baton_core::lease::LeaseMachine>);
+impl wlocks::Guest for Component {
+    fn apply(cell: Cell, now_ms: i64, op: wlocks::LockOp) -> Result<wlocks::LockAnswer, Error> {
+        locks::apply(cell, now_ms, op)
+    }
+}
 
-impl GuestLease for Lease {
-    fn create(config: String) -> Result<LeaseHandle, Error> {
-        api::lease_new(&config).map(|m| LeaseHandle::new(Self(RefCell::new(m)))).map_err(error)
-    }
-    fn acquire(&self, now_ms: u64) -> Result<(), Error> {
-        self.0.borrow_mut().acquire(now_ms).map_err(error)
-    }
-    fn release(&self, now_ms: u64) {
-        self.0.borrow_mut().release(now_ms);
-    }
-    fn handle_timeout(&self, now_ms: u64) {
-        self.0.borrow_mut().handle_timeout(now_ms);
-    }
-    fn handle_store_result(&self, id: u64, outcome: String, now_ms: u64) -> Result<(), Error> {
-        api::lease_store_result(&mut self.0.borrow_mut(), id, &outcome, now_ms).map_err(error)
-    }
-    fn poll_action(&self) -> Option<String> {
-        api::lease_poll_action(&mut self.0.borrow_mut())
-    }
-    fn poll_timeout(&self) -> Option<u64> {
-        self.0.borrow().poll_timeout()
-    }
-    fn fencing_token(&self, now_ms: u64) -> Option<u64> {
-        self.0.borrow().fencing_token(now_ms)
-    }
-    fn is_finished(&self) -> bool {
-        self.0.borrow().is_finished()
-    }
-    fn store_deadline(&self, now_ms: u64) -> u64 {
-        self.0.borrow().store_deadline(now_ms)
-    }
+impl leases::Guest for Component {
+    type Lease = locks::Lease;
 }
 
 /// The `run` resource: a core run machine behind a `RefCell`.
@@ -137,7 +96,6 @@ impl GuestRun for Run {
 }
 
 impl Guest for Component {
-    type Lease = Lease;
     type Run = Run;
 
     fn scope_for(branch: String, pr: Option<u64>, default_branch: Option<String>) -> String {

@@ -307,9 +307,10 @@ pub fn lease_store_result(
     machine.handle_store_result(id, result, now)
 }
 
-/// The next action of a lease machine as JSON.
+/// The next action of a lease machine as JSON: the spelling of its typed form
+/// ([`crate::typed::lease_poll_action`]), so every binding reports the same facts.
 pub fn lease_poll_action(machine: &mut crate::lease::LeaseMachine) -> Option<String> {
-    machine.poll_action().map(|a| to_json(&a))
+    crate::typed::lease_poll_action(machine).map(|a| to_json(&a))
 }
 
 fn run<Req: DeserializeOwned, Ans: Serialize>(

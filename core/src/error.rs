@@ -170,6 +170,24 @@ impl CoreError {
         Self::new(ErrorCode::Internal, message)
     }
 
+    /// The error a JSON `error` object stands for (the inverse of [`Self::to_json`]): `hint` is the code's
+    /// own and dropped, every other key but `code` and `message` is a detail. An unknown or missing code is
+    /// `INTERNAL`, keeping the object's `code` as the detail `reportedCode`.
+    pub fn from_json(mut obj: Map<String, Value>) -> Self {
+        let reported = obj.remove("code");
+        let message = match obj.remove("message") {
+            Some(Value::String(m)) => m,
+            _ => String::new(),
+        };
+        obj.remove("hint");
+        let code = reported.as_ref().and_then(Value::as_str).and_then(ErrorCode::parse);
+        let mut e = Self { code: code.unwrap_or(ErrorCode::Internal), message, details: obj };
+        if code.is_none() {
+            e.details.insert("reportedCode".into(), reported.unwrap_or(Value::Null));
+        }
+        e
+    }
+
     /// The JSON `error` object: details first, then `code`, `message` and `hint` (which win on a clash).
     pub fn to_json(&self) -> Value {
         let mut obj = self.details.clone();
@@ -185,6 +203,12 @@ impl CoreError {
 impl Serialize for CoreError {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.to_json().serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for CoreError {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Map::deserialize(d).map(Self::from_json)
     }
 }
 

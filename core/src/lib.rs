@@ -35,5 +35,6 @@ pub mod run;
 pub mod scope;
 pub mod stores;
 pub mod time;
+pub mod typed;
 
 pub use error::{CoreError, ErrorCode};

@@ -56,7 +56,7 @@ impl LockRecord {
 }
 
 /// A lock as `lock read` reports it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LockView {
     /// The record.
     #[serde(flatten)]
@@ -72,10 +72,11 @@ pub struct LockView {
 }
 
 /// A granted (or renewed) lock and the changes that record it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Grant {
     /// The changes to commit.
+    #[serde(default)]
     pub changes: Vec<Change>,
     /// The lock as it will be stored.
     pub lock: LockRecord,
@@ -84,10 +85,11 @@ pub struct Grant {
 }
 
 /// The outcome of a release.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Release {
     /// The changes to commit (empty when there was nothing of ours to release).
+    #[serde(default)]
     pub changes: Vec<Change>,
     /// Whether the lock was ours and is being removed.
     pub released: bool,

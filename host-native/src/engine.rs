@@ -17,7 +17,7 @@ use wasmtime::component::{Component, Linker, ResourceAny};
 use wasmtime::{Engine, Store};
 
 mod bindings {
-    #![allow(missing_docs, unreachable_pub)] // generated from wit/baton.wit
+    #![allow(missing_docs, unreachable_pub)] // generated from wit/ (world `core`)
     wasmtime::component::bindgen!({ world: "core", path: "../wit" });
 }
 
@@ -29,7 +29,13 @@ mod run;
 pub use run::RunRef;
 
 use bindings::Core;
-use bindings::exports::baton::core::decisions::Error as WitError;
+use bindings::exports::baton::core::types::Error as WitError;
+use bindings::exports::baton::core::{leases as wl, locks as wlocks};
+
+/// The generated types of the component's typed interfaces (`wit/types.wit`, `locks.wit`, `lease.wit`).
+pub mod wit {
+    pub use super::bindings::exports::baton::core::{leases, locks, types};
+}
 
 /// The component bytes this binary was built with.
 pub const COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/baton-core.component.wasm"));
@@ -203,78 +209,89 @@ pub fn imports_of(bytes: &[u8]) -> Result<Vec<String>, HostError> {
     Ok(component.component_type().imports(&engine).map(|(name, _)| name.to_owned()).collect())
 }
 
-/// A lease machine living inside the component (the WIT `lease` resource). Drop it with
+/// A lease machine living inside the component (the WIT `leases.lease` resource). Drop it with
 /// [`CoreComponent::lease_drop`].
 #[derive(Debug)]
 pub struct LeaseRef(ResourceAny);
 
+/// The typed `leases` interface (the CLI drives its runs with the run machine; the conformance corpus and
+/// plugin-host tests drive this).
 impl CoreComponent {
-    /// Creates a lease machine from its configuration (`baton_core::lease::LeaseConfig` as JSON).
-    pub fn lease_create(&mut self, config: &Value) -> Result<LeaseRef, HostError> {
-        let d = self.core.baton_core_decisions();
-        let res = d.lease().call_create(&mut self.store, &config.to_string()).map_err(wasm_error)?.map_err(from_wit)?;
-        Ok(LeaseRef(res))
+    /// Creates a lease machine; `USAGE` for inconsistent timing.
+    pub fn lease_create(&mut self, config: &wl::LeaseConfig) -> Result<LeaseRef, HostError> {
+        let lease = self.core.baton_core_leases().lease();
+        lease.call_create(&mut self.store, config).map_err(wasm_error)?.map_err(from_wit).map(LeaseRef)
     }
 
     /// Starts acquiring.
     pub fn lease_acquire(&mut self, l: &LeaseRef, now: u64) -> Result<(), HostError> {
-        let d = self.core.baton_core_decisions();
-        d.lease().call_acquire(&mut self.store, l.0, now).map_err(wasm_error)?.map_err(from_wit)
+        let lease = self.core.baton_core_leases().lease();
+        lease.call_acquire(&mut self.store, l.0, now).map_err(wasm_error)?.map_err(from_wit)
     }
 
     /// Ends the lease.
     pub fn lease_release(&mut self, l: &LeaseRef, now: u64) -> Result<(), HostError> {
-        self.core.baton_core_decisions().lease().call_release(&mut self.store, l.0, now).map_err(wasm_error)
+        self.core.baton_core_leases().lease().call_release(&mut self.store, l.0, now).map_err(wasm_error)
     }
 
     /// Wakes the machine.
     pub fn lease_timeout(&mut self, l: &LeaseRef, now: u64) -> Result<(), HostError> {
-        self.core.baton_core_decisions().lease().call_handle_timeout(&mut self.store, l.0, now).map_err(wasm_error)
+        self.core.baton_core_leases().lease().call_handle_timeout(&mut self.store, l.0, now).map_err(wasm_error)
     }
 
-    /// Reports the outcome of store request `id`: `{"ok": answer}` or `{"error": {...}}`.
-    pub fn lease_store_result(&mut self, l: &LeaseRef, id: u64, outcome: &Value, now: u64) -> Result<(), HostError> {
-        let d = self.core.baton_core_decisions();
-        d.lease()
-            .call_handle_store_result(&mut self.store, l.0, id, &outcome.to_string(), now)
+    /// Reports the outcome of store request `id`.
+    pub fn lease_store_result(
+        &mut self,
+        l: &LeaseRef,
+        id: u64,
+        outcome: &Result<wlocks::LockAnswer, WitError>,
+        now: u64,
+    ) -> Result<(), HostError> {
+        let lease = self.core.baton_core_leases().lease();
+        lease
+            .call_handle_store_result(&mut self.store, l.0, id, outcome.as_ref(), now)
             .map_err(wasm_error)?
             .map_err(from_wit)
     }
 
-    /// The next action, parsed.
-    pub fn lease_poll_action(&mut self, l: &LeaseRef) -> Result<Option<Value>, HostError> {
-        let d = self.core.baton_core_decisions();
-        let action = d.lease().call_poll_action(&mut self.store, l.0).map_err(wasm_error)?;
-        action
-            .map(|a| {
-                serde_json::from_str(&a).map_err(|e| HostError::internal(format!("invalid action from the core: {e}")))
-            })
-            .transpose()
+    /// The next action.
+    pub fn lease_poll_action(&mut self, l: &LeaseRef) -> Result<Option<wl::LeaseAction>, HostError> {
+        self.core.baton_core_leases().lease().call_poll_action(&mut self.store, l.0).map_err(wasm_error)
     }
 
     /// When to wake the machine next.
     pub fn lease_poll_timeout(&mut self, l: &LeaseRef) -> Result<Option<u64>, HostError> {
-        self.core.baton_core_decisions().lease().call_poll_timeout(&mut self.store, l.0).map_err(wasm_error)
+        self.core.baton_core_leases().lease().call_poll_timeout(&mut self.store, l.0).map_err(wasm_error)
     }
 
     /// The epoch to fence writes with, while the lease is safely held at `now`.
     pub fn lease_fencing_token(&mut self, l: &LeaseRef, now: u64) -> Result<Option<u64>, HostError> {
-        self.core.baton_core_decisions().lease().call_fencing_token(&mut self.store, l.0, now).map_err(wasm_error)
+        self.core.baton_core_leases().lease().call_fencing_token(&mut self.store, l.0, now).map_err(wasm_error)
     }
 
     /// The latest instant a store operation started at `now` may run until (the machine's `store_deadline`).
     pub fn lease_store_deadline(&mut self, l: &LeaseRef, now: u64) -> Result<u64, HostError> {
-        self.core.baton_core_decisions().lease().call_store_deadline(&mut self.store, l.0, now).map_err(wasm_error)
+        self.core.baton_core_leases().lease().call_store_deadline(&mut self.store, l.0, now).map_err(wasm_error)
     }
 
     /// Whether the lease is over.
     pub fn lease_is_finished(&mut self, l: &LeaseRef) -> Result<bool, HostError> {
-        self.core.baton_core_decisions().lease().call_is_finished(&mut self.store, l.0).map_err(wasm_error)
+        self.core.baton_core_leases().lease().call_is_finished(&mut self.store, l.0).map_err(wasm_error)
     }
 
     /// Frees the machine inside the component.
     pub fn lease_drop(&mut self, l: LeaseRef) -> Result<(), HostError> {
         l.0.resource_drop(&mut self.store).map_err(wasm_error)
+    }
+
+    /// Decides the lock transaction `op` on the snapshot `cell` at wall-clock `now_ms` (`locks.apply`).
+    pub fn lock_apply(
+        &mut self,
+        cell: &wit::types::Cell,
+        now_ms: i64,
+        op: &wlocks::LockOp,
+    ) -> Result<Result<wlocks::LockAnswer, WitError>, HostError> {
+        self.core.baton_core_locks().call_apply(&mut self.store, cell, now_ms, op).map_err(wasm_error)
     }
 }
 

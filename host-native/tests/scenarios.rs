@@ -5,13 +5,27 @@ mod run_journeys;
 #[path = "../../core/tests/runner/mod.rs"]
 mod runner;
 
+use baton_core::typed::{LeaseAction, LockAnswer, LockOp};
 use baton_native::engine::{CoreComponent, LeaseRef};
 use baton_native::error::HostError;
+use std::collections::BTreeMap;
 
-/// The component's `lease` resource for the `lease-*` steps.
+/// The core's types to and from the component's (the text the component converts with).
+#[allow(dead_code, unreachable_pub)]
+mod convert {
+    use baton_native::engine::wit::leases as wl;
+    use baton_native::engine::wit::locks as w;
+    use baton_native::engine::wit::types as t;
+    include!("../../component/src/wit_convert.rs");
+}
+
+/// The component's typed `lease` resource for the `lease-*` steps, driven with the corpus's JSON spellings
+/// (converted through the core's types): the transcript must equal the native machine's.
 struct ComponentLease<'a> {
     core: &'a mut CoreComponent,
     lease: Option<LeaseRef>,
+    /// The operation of each store request in flight: a JSON answer is read as the answer to it.
+    in_flight: BTreeMap<u64, LockOp>,
 }
 
 fn code(e: HostError) -> String {
@@ -28,7 +42,7 @@ impl ComponentLease<'_> {
 impl runner::LeaseApi for ComponentLease<'_> {
     fn create(&mut self, config: &str) -> Result<(), String> {
         let config = serde_json::from_str(config).map_err(|_| "INTERNAL".to_owned())?;
-        self.lease = Some(self.core.lease_create(&config).map_err(code)?);
+        self.lease = Some(self.core.lease_create(&convert::lease_config_out(config)).map_err(code)?);
         Ok(())
     }
     fn acquire(&mut self, now: u64) -> Result<(), String> {
@@ -44,13 +58,30 @@ impl runner::LeaseApi for ComponentLease<'_> {
         core.lease_timeout(l, now).map_err(code)
     }
     fn store_result(&mut self, id: u64, outcome: &str, now: u64) -> Result<(), String> {
+        let outcome: serde_json::Value = serde_json::from_str(outcome).map_err(|_| "INTERNAL".to_owned())?;
+        let op = self.in_flight.remove(&id);
+        let outcome = match (outcome.get("ok"), outcome.get("error"), op) {
+            (Some(answer), None, Some(op)) => {
+                Ok(convert::lock_answer(LockAnswer::from_json(&op, answer.clone()).map_err(|e| e.code.to_string())?))
+            }
+            (None, Some(serde_json::Value::Object(error)), _) => {
+                Err(convert::error(baton_core::CoreError::from_json(error.clone())))
+            }
+            // An answer to a request that is not in flight: the machine refuses the id (INTERNAL).
+            (Some(_), None, None) => Err(convert::error(baton_core::CoreError::internal("not in flight"))),
+            _ => return Err("INTERNAL".to_owned()),
+        };
         let (core, l) = self.parts()?;
-        let outcome = serde_json::from_str(outcome).map_err(|_| "INTERNAL".to_owned())?;
         core.lease_store_result(l, id, &outcome, now).map_err(code)
     }
     fn poll_action(&mut self) -> Result<Option<String>, String> {
         let (core, l) = self.parts()?;
-        Ok(core.lease_poll_action(l).map_err(code)?.map(|a| a.to_string()))
+        let Some(action) = core.lease_poll_action(l).map_err(code)? else { return Ok(None) };
+        let action = convert::lease_action_back(action);
+        if let LeaseAction::Store(request) = &action {
+            self.in_flight.insert(request.id, request.op.clone());
+        }
+        Ok(Some(serde_json::to_string(&action).map_err(|_| "INTERNAL".to_owned())?))
     }
     fn poll_timeout(&mut self) -> Result<Option<u64>, String> {
         let (core, l) = self.parts()?;
@@ -77,7 +108,7 @@ fn conformance_corpus_through_the_component() {
             failures.extend(journey_through_both(&mut core, file, doc));
             continue;
         }
-        let mut lease = ComponentLease { core: &mut core, lease: None };
+        let mut lease = ComponentLease { core: &mut core, lease: None, in_flight: BTreeMap::new() };
         let mut component = |op: &str, input: &str| {
             if op.starts_with("lease-") {
                 return runner::lease_step(&mut lease, op, input);

@@ -1,0 +1,10 @@
+//! Conversions between the core's types and the component's generated WIT types (`wit_convert.rs`, shared
+//! with the CLI). Nothing is decided here.
+
+#![allow(dead_code)] // the shared text converts both ways; the component needs one way of some
+
+use crate::exports::baton::core::leases as wl;
+use crate::exports::baton::core::locks as w;
+use crate::exports::baton::core::types as t;
+
+include!("wit_convert.rs");
