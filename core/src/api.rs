@@ -304,7 +304,24 @@ pub fn lease_store_result(
     now: u64,
 ) -> Result<(), CoreError> {
     let result = serde_json::from_str(result).map_err(|e| CoreError::internal(format!("invalid store result: {e}")))?;
-    machine.handle_store_result(id, result, now)
+    machine.handle_store_result(id, lock_answer_checked(result), now)
+}
+
+/// `result` with an answer whose `lock` is not a lock record (the typed actions could not carry it) turned
+/// into the `INTERNAL` failure it is: the machine then treats the outcome as unknown, as for any failure.
+fn lock_answer_checked(result: crate::lease::StoreResult) -> crate::lease::StoreResult {
+    use crate::lease::StoreResult;
+    let StoreResult::Ok(answer) = &result else { return result };
+    match answer.get("lock") {
+        Some(lock) if !lock.is_null() => match serde_json::from_value::<crate::lock::LockRecord>(lock.clone()) {
+            Ok(_) => result,
+            Err(e) => match CoreError::internal(format!("the store's answer has no valid lock: {e}")).to_json() {
+                serde_json::Value::Object(obj) => StoreResult::Error(obj),
+                _ => result,
+            },
+        },
+        _ => result,
+    }
 }
 
 /// The next action of a lease machine as JSON: the spelling of its typed form

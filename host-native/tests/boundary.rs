@@ -20,14 +20,23 @@ mod inputs;
 mod rng;
 
 use baton_core::api::{OPS, invoke};
-use baton_native::engine::COMPONENT;
+use baton_native::engine::{COMPONENT, CoreComponent};
+
+/// The core's types to and from the component's (the text the component converts with).
+#[allow(dead_code, unreachable_pub)]
+mod convert {
+    use baton_native::engine::wit::leases as wl;
+    use baton_native::engine::wit::locks as w;
+    use baton_native::engine::wit::types as t;
+    include!("../../component/src/wit_convert.rs");
+}
 use serde_json::Value;
 use std::sync::OnceLock;
 use wasmtime::component::{Component, ComponentExportIndex, Instance, Linker, Val};
 use wasmtime::{Config, Engine, Store, Trap};
 
 /// The WIT interface every operation is exported from.
-const INTERFACE: &str = "baton:core/decisions@0.1.0";
+const INTERFACE: &str = "baton:core/decisions@0.2.0";
 
 /// What one call across the boundary gave.
 #[derive(Debug, PartialEq)]
@@ -252,50 +261,80 @@ fn no_input_makes_the_component_trap() {
     assert!(calls > 3000, "{calls} calls");
 }
 
+/// The typed interfaces take no text to parse, so the inputs are odd values: cells whose files are not
+/// what baton writes, empty and huge names, extreme times and TTLs. Each `locks.apply` answers as the
+/// native core's `apply_lock_op` does, and the lease resource takes extreme configurations and results
+/// without a trap.
 #[test]
-fn no_input_makes_a_lease_trap() {
-    let mut b = Boundary::core();
-    let codes = error_codes(&mut b);
-    let configs = [
-        "",
-        "{",
-        "{}",
-        "{\"env\":\"preview\",\"scope\":\"pr-1\",\"holder\":\"h\",\"ttlMs\":0}",
-        "{\"env\":\"preview\",\"scope\":\"pr-1\",\"holder\":\"h\",\"ttlMs\":18446744073709551615}",
-        "{\"env\":\"preview\",\"scope\":\"pr-1\",\"holder\":\"h\",\"ttlMs\":1000,\"marginMs\":5000}",
+fn no_input_makes_a_lease_or_a_lock_transaction_trap() {
+    use baton_core::typed::{LockOp, apply_lock_op};
+    let mut core = CoreComponent::load().expect("the component loads");
+    let files: [&[(&str, &str)]; 6] = [
+        &[],
+        &[("lock.json", "{")],
+        &[("lock.json", "{\"holder\":\"h\",\"expiresAt\":\"not a time\",\"epoch\":1}")],
+        &[(
+            "lock.json",
+            "{\"holder\":\"h\",\"expiresAt\":\"2026-10-10T12:00:00.000Z\",\"epoch\":18446744073709551615}",
+        )],
+        &[("epoch.json", "[]"), ("lock.json", "{\"version\":2}")],
+        &[("lock.json", "{\"holder\":\"\",\"expiresAt\":\"9999-12-31T23:59:59.999Z\",\"x\":{\"y\":[1]}}")],
     ];
-    for config in configs {
-        match b.call("[static]lease.create", &[Val::String(config.into())]) {
-            Err(t) => panic!("lease.create trapped on {config:?}: {t}"),
-            Ok(Val::Result(Err(Some(e)))) => {
-                let Outcome::Refused { code, .. } = classify(Val::Result(Err(Some(e)))) else { unreachable!() };
-                assert!(codes.contains(&json_code(&code)));
-            }
-            Ok(Val::Result(Ok(Some(lease)))) => {
-                let lease = *lease;
-                for (method, params) in [
-                    ("[method]lease.acquire", vec![lease.clone(), Val::U64(0)]),
-                    (
-                        "[method]lease.handle-store-result",
-                        vec![lease.clone(), Val::U64(1), Val::String("{".into()), Val::U64(1)],
-                    ),
-                    (
-                        "[method]lease.handle-store-result",
-                        vec![lease.clone(), Val::U64(99), Val::String("{\"ok\":[]}".into()), Val::U64(2)],
-                    ),
-                    ("[method]lease.handle-timeout", vec![lease.clone(), Val::U64(u64::MAX)]),
-                    ("[method]lease.poll-action", vec![lease.clone()]),
-                    ("[method]lease.fencing-token", vec![lease.clone(), Val::U64(u64::MAX)]),
-                    ("[method]lease.release", vec![lease.clone(), Val::U64(u64::MAX)]),
-                ] {
-                    if let Err(t) = b.call(method, &params) {
-                        panic!("{method} trapped for {config:?}: {t}");
-                    }
+    let long = "h".repeat(10_000);
+    let holders = ["", "h", long.as_str(), "\u{0}"];
+    let mut calls = 0;
+    for files in files {
+        for holder in holders {
+            let cell = baton_core::cell::Cell {
+                env: "preview".into(),
+                scope: "pr-1".into(),
+                files: files.iter().map(|(n, c)| ((*n).to_owned(), (*c).to_owned())).collect(),
+                label: None,
+            };
+            let ops = [
+                LockOp::LockAcquire { holder: holder.into(), ttl_ms: u64::MAX, label: Some(holder.into()) },
+                LockOp::LockRenew { holder: holder.into(), epoch: u64::MAX, ttl_ms: 0 },
+                LockOp::LockRelease { holder: holder.into(), epoch: None },
+                LockOp::LockRead {},
+                LockOp::LockBreak { holder: holder.into(), ttl_ms: 1, reason: holder.into() },
+                LockOp::FenceCheck { holder: holder.into(), epoch: 1 },
+                LockOp::FencedWrite { holder: holder.into(), epoch: 1, file: holder.into(), content: holder.into() },
+            ];
+            for now in [i64::MIN, 0, 1_790_000_000_000, i64::MAX] {
+                for op in &ops {
+                    let wit = core
+                        .lock_apply(&convert::cell_out(cell.clone()), now, &convert::lock_op_out(op.clone()))
+                        .unwrap_or_else(|e| panic!("locks.apply trapped on {op:?}: {e:?}"));
+                    let native = apply_lock_op(&cell, now, op);
+                    let wit = wit.map(convert::lock_answer_back).map_err(convert::error_back);
+                    assert_eq!(wit, native, "{op:?} at {now}");
+                    calls += 1;
                 }
             }
-            Ok(other) => panic!("lease.create answered {other:?}"),
         }
     }
+    for (ttl, margin) in [(0, None), (u64::MAX, None), (1_000, Some(5_000)), (3, Some(1)), (900_000, None)] {
+        let mut config = baton_core::lease::LeaseConfig::new("preview", "pr-1", "h");
+        (config.ttl_ms, config.margin_ms) = (ttl, margin);
+        let Ok(lease) = core.lease_create(&convert::lease_config_out(config)) else { continue };
+        let answer = apply_lock_op(
+            &baton_core::cell::Cell::default(),
+            0,
+            &LockOp::LockAcquire { holder: "h".into(), ttl_ms: 1, label: None },
+        );
+        let odd = convert::error(baton_core::CoreError::internal("x"));
+        core.lease_acquire(&lease, 0).expect("acquire");
+        for (id, outcome) in [(1, answer.clone().map(convert::lock_answer).map_err(convert::error)), (99, Err(odd))] {
+            let _ = core.lease_store_result(&lease, id, &outcome, u64::MAX / 2);
+            calls += 1;
+        }
+        core.lease_timeout(&lease, u64::MAX).expect("timeout");
+        while core.lease_poll_action(&lease).expect("poll").is_some() {}
+        core.lease_fencing_token(&lease, u64::MAX).expect("token");
+        core.lease_release(&lease, u64::MAX).expect("release");
+        core.lease_drop(lease).expect("drop");
+    }
+    println!("boundary: {calls} typed calls, no trap");
 }
 
 /// Negative control: a component that panics (traps with `unreachable`, as a panic does under

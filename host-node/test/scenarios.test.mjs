@@ -187,7 +187,7 @@ test('the runner drives the lease machine and fails on a mismatch', () => {
     steps: [
       { op: 'lease-new', input: { env: 'preview', scope: 'pr-1', holder: 'a', ttlMs: 900 }, expect: {} },
       { op: 'lease-acquire', input: { now: 0 }, expect: { actions: [{ type: 'store', id: 1, op: 'lock-acquire' }], timeout: null } },
-      { op: 'lease-result', input: { id: 1, now: 10, result: { ok: { lock: { holder: 'a', epoch: 1 }, preempted: null } } }, ...expect },
+      { op: 'lease-result', input: { id: 1, now: 10, result: { ok: { lock: { holder: 'a', epoch: 1, expiresAt: '2026-10-10T12:00:00.900Z' }, preempted: null } } }, ...expect },
     ],
   });
   const transcript = runScenario(scenario({ expect: { actions: [{ event: { kind: 'acquired', epoch: 1 } }], timeout: 310 } }));
