@@ -15,16 +15,22 @@ import { pathToFileURL } from 'node:url';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const modulePath = process.argv[2] ?? path.join(here, '..', 'generated', 'baton-core.component.js');
-const { locks, leases } = await import(pathToFileURL(path.resolve(modulePath)).href);
+const { locks, leases, decisions } = await import(pathToFileURL(path.resolve(modulePath)).href);
+
+// The state files the core decides on (lock.json, epoch.json, ...): a snapshot holds those that exist.
+// The cell's other files (data files such as the fenced write's) are the host's to read.
+const STATE_FILES = new Set(decisions.cellFiles());
 
 /** The store a host provides: cells of named files, each cell with a version for the compare-and-swap. */
 class MemoryStore {
   #cells = new Map();
 
-  /** The snapshot the core decides on: the cell's files that exist, and the version they were read at. */
+  /** The snapshot the core decides on: the cell's state files that exist, and the version read. */
   load(env, scope) {
     const cell = this.#cells.get(`${env}/${scope}`) ?? { version: 0, files: new Map() };
-    const files = [...cell.files].map(([name, content]) => ({ name, content }));
+    const files = [...cell.files]
+      .filter(([name]) => STATE_FILES.has(name))
+      .map(([name, content]) => ({ name, content }));
     return { version: cell.version, snapshot: { env, scope, files } };
   }
 

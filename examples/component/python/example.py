@@ -57,6 +57,9 @@ class Core:
         # The world imports nothing, so an empty linker instantiates it.
         self.instance = Linker(engine).instantiate(self.store, component)
         self._apply = self._func("locks", "apply")
+        # The state files the core decides on (lock.json, epoch.json, ...): a snapshot holds those that
+        # exist. The cell's other files (data files such as the fenced write's) are the host's to read.
+        self.state_files = set(self._func("decisions", "cell-files")(self.store))
         lease = {
             name: self._func("leases", name)
             for name in [
@@ -91,13 +94,15 @@ class Core:
 class MemoryStore:
     """The store a host provides: cells of named files, each with a version for the compare-and-swap."""
 
-    def __init__(self):
+    def __init__(self, state_files):
         self.cells = {}
+        self.state_files = state_files
 
     def load(self, env, scope):
-        """The snapshot the core decides on: the files that exist, and the version they were read at."""
+        """The snapshot the core decides on: the cell's state files that exist, and the version read."""
         version, files = self.cells.get((env, scope), (0, {}))
-        snapshot = rec(env=env, scope=scope, files=[rec(name=n, content=c) for n, c in files.items()], label=None)
+        present = [rec(name=n, content=c) for n, c in files.items() if n in self.state_files]
+        snapshot = rec(env=env, scope=scope, files=present, label=None)
         return version, snapshot
 
     def commit(self, env, scope, version, changes):
@@ -178,7 +183,7 @@ WALL0 = int(datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp() * 1000)
 
 def main(path):
     core = Core(path)
-    store = MemoryStore()
+    store = MemoryStore(core.state_files)
 
     # 1. Holder A takes the lock through the lease resource: create, acquire, drain.
     cfg_a, lease_a = create_lease(core, "run-a")
