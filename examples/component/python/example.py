@@ -59,7 +59,7 @@ class Core:
         self._apply = self._func("locks", "apply")
         # The state files the core decides on (lock.json, epoch.json, ...): a snapshot holds those that
         # exist. The cell's other files (data files such as the fenced write's) are the host's to read.
-        self.state_files = set(self._func("decisions", "cell-files")(self.store))
+        self.state_files = set(self.call(self._func("decisions", "cell-files")))
         lease = {
             name: self._func("leases", name)
             for name in [
@@ -84,11 +84,18 @@ class Core:
             raise SystemExit(f"the component has no {interface}.{name}: is it baton:core@0.2.0?")
         return func
 
+    def call(self, func, *args):
+        result = func(self.store, *args)
+        # Ends the call (lets the guest free what it returned). Harmless with wasmtime-py 50; with 39 the
+        # next call into the instance traps ("cannot enter component instance") without it.
+        func.post_return(self.store)
+        return result
+
     def apply(self, cell, now_ms, op):
-        return self._apply(self.store, cell, now_ms, op)
+        return self.call(self._apply, cell, now_ms, op)
 
     def lease(self, method, *args):
-        return self._lease[method](self.store, *args)
+        return self.call(self._lease[method], *args)
 
 
 class MemoryStore:
