@@ -28,7 +28,7 @@ step "fuzz (stable route + 5 s of libFuzzer per target)"; bash scripts/fuzz.sh s
 step "clippy (native)";      cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p baton-node --target wasm32-unknown-unknown --quiet -- -D warnings
 step "node package";         (cd host-node && npm test && npm run --silent typecheck)
-step "component examples (jco under Node, wasmtime under Python)"
+step "component examples (jco under Node, wasmtime under Python, the JSON surface left)"
                              (cd examples/component && npm test)
 step "cross-host";           BATON_BIN="$PWD/target/test-faults/baton" node --test tests/cross-host/
 step "torture checker";      node --test torture/

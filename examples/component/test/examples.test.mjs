@@ -1,8 +1,9 @@
 // Runs the two worked examples of docs/component.md against the component that scripts/build-wasm.sh
 // built, each in a host nobody here wrote: jco's transpiled JavaScript under Node, and the `wasmtime`
 // package's component API under Python. Each example asserts the typed answers itself and exits non-zero
-// on the first surprise; this test checks that it ran to its end. scripts/setup.sh installs both hosts
-// (pinned by ../package-lock.json and ../python/requirements.txt) and links them here.
+// on the first surprise; this test checks that it ran to its end. A third test lists, from the component's
+// own types, what still takes JSON text. scripts/setup.sh installs both hosts (pinned by
+// ../package-lock.json and ../python/requirements.txt) and links them here.
 
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -46,4 +47,13 @@ test("the Python example does the same through wasmtime's component API", () => 
   assert.match(out, /B refused: lock-held: /);
   assert.match(out, /A's stale write refused: lock-lost: /);
   assert.match(out, /python example: all assertions held/);
+});
+
+test('the component imports nothing, and only decisions still takes JSON text (at most 52 requests)', (t) => {
+  need(component, 'run scripts/build-wasm.sh first');
+  const python = path.join(dir, '.venv', 'bin', 'python');
+  need(python, 'run scripts/setup.sh first (it makes the venv with wasmtime)');
+  const out = run(python, ['python/json_surface.py', component]);
+  for (const line of out.trim().split('\n')) t.diagnostic(line); // the JSON surface left, in the log
+  assert.match(out, /json surface: no import; no JSON text outside decisions/);
 });
