@@ -13,6 +13,9 @@ command -v protoc >/dev/null || missing+=(protobuf-compiler)
 command -v etcd >/dev/null || missing+=(etcd-server)
 command -v etcdctl >/dev/null || missing+=(etcd-client)
 command -v openssl >/dev/null || missing+=(openssl) # the etcd TLS test makes its certificates
+# The Python host of the component example needs a venv (Debian's python3 has none without python3-venv).
+command -v python3 >/dev/null || missing+=(python3)
+python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]} (apt-get)" >&2
   sudo=()
@@ -38,3 +41,31 @@ fi
 (cd host-node && npm ci --no-audit --no-fund --loglevel=error)
 # The torture harness's baseline (proper-lockfile), pinned by torture/package-lock.json.
 (cd torture && npm ci --no-audit --no-fund --loglevel=error)
+
+# The component examples' two hosts (docs/component.md, examples/component/): jco from npm and wasmtime
+# from PyPI, pinned by examples/component/package-lock.json and python/requirements.txt. Installed once
+# into $TOOLS (jco brings about 340 MB and takes about 20 s) and linked into examples/component/; skipped
+# while the pins are unchanged and the install still works.
+EX=examples/component
+JCO="$TOOLS/component-jco"
+want=$(sha256sum "$EX/package.json" "$EX/package-lock.json")
+if [ "$(cat "$JCO/installed" 2>/dev/null)" != "$want" ] || ! "$JCO/node_modules/.bin/jco" --version >/dev/null 2>&1; then
+  echo "setup: installing jco into $JCO (once)" >&2
+  rm -rf "$JCO" && mkdir -p "$JCO" && cp "$EX/package.json" "$EX/package-lock.json" "$JCO/"
+  (cd "$JCO" && npm ci --no-audit --no-fund --loglevel=error)
+  printf '%s\n' "$want" >"$JCO/installed"
+fi
+PYENV="$TOOLS/component-python"
+want=$(sha256sum "$EX/python/requirements.txt")
+if [ "$(cat "$PYENV/installed" 2>/dev/null)" != "$want" ] || ! "$PYENV/bin/python" -c 'import wasmtime.component' 2>/dev/null; then
+  echo "setup: making a venv with wasmtime in $PYENV (once)" >&2
+  rm -rf "$PYENV" && python3 -m venv "$PYENV"
+  "$PYENV/bin/pip" install --quiet --disable-pip-version-check -r "$EX/python/requirements.txt"
+  printf '%s\n' "$want" >"$PYENV/installed"
+fi
+# Links, not copies: a real directory left by a manual `npm install` there is replaced.
+for link in "node_modules:$JCO/node_modules" ".venv:$PYENV"; do
+  name="$EX/${link%%:*}"
+  [ -L "$name" ] || rm -rf "$name"
+  ln -sfn "${link#*:}" "$name"
+done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of every host: the core (unit, conformance corpus, simulation), the wasmtime component and the
-# CLI, the Node package, the cross-host tests, the fuzz targets (short), the torture harness (short
-# profile), formatting, clippy on native and wasm32, tsc --strict.
+# CLI, the Node package, the component's worked examples (jco, Python wasmtime), the cross-host tests, the
+# fuzz targets (short), the torture harness (short profile), formatting, clippy on native and wasm32, tsc
+# --strict.
 # Installs what it needs first (scripts/setup.sh). Run from anywhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,8 @@ step "fuzz (stable route + 5 s of libFuzzer per target)"; bash scripts/fuzz.sh s
 step "clippy (native)";      cargo clippy --workspace --all-targets --quiet -- -D warnings
 step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p baton-node --target wasm32-unknown-unknown --quiet -- -D warnings
 step "node package";         (cd host-node && npm test && npm run --silent typecheck)
+step "component examples (jco under Node, wasmtime under Python, the JSON surface left)"
+                             (cd examples/component && npm test)
 step "cross-host";           BATON_BIN="$PWD/target/test-faults/baton" node --test tests/cross-host/
 step "torture checker";      node --test torture/
 step "torture (short profile: dir, git and etcd stores, proper-lockfile baseline, sabotaged-store control)"
