@@ -307,6 +307,18 @@ pub fn lease_store_result(
     machine.handle_store_result(id, lock_answer_checked(result), now)
 }
 
+/// [`lease_store_result`] with the result as a JSON value (a binding that converts objects, not text).
+pub fn lease_store_value(
+    machine: &mut crate::lease::LeaseMachine,
+    id: u64,
+    result: serde_json::Value,
+    now: u64,
+) -> Result<(), CoreError> {
+    let result =
+        serde_json::from_value(result).map_err(|e| CoreError::internal(format!("invalid store result: {e}")))?;
+    machine.handle_store_result(id, lock_answer_checked(result), now)
+}
+
 /// `result` with an answer whose `lock` is not a lock record (the typed actions could not carry it) turned
 /// into the `INTERNAL` failure it is: the machine then treats the outcome as unknown, as for any failure.
 fn lock_answer_checked(result: crate::lease::StoreResult) -> crate::lease::StoreResult {

@@ -126,6 +126,38 @@ fn main() {
         }
     }
 
+    // The typed interface (`locks.apply`): records in, records out, against the core's typed function.
+    let typed_cell = baton_core::cell::Cell { env: "preview".into(), scope: "pr-1".into(), ..Default::default() };
+    let typed_op = baton_core::typed::LockOp::LockAcquire { holder: "run-1".into(), ttl_ms: 900_000, label: None };
+    let wit_cell = baton_native::engine::wit::types::Cell {
+        env: "preview".into(),
+        scope: "pr-1".into(),
+        files: Vec::new(),
+        label: None,
+    };
+    let wit_op =
+        baton_native::engine::wit::locks::LockOp::LockAcquire(baton_native::engine::wit::locks::AcquireRequest {
+            holder: "run-1".into(),
+            ttl_ms: 900_000,
+            label: None,
+        });
+    let now = 1_791_633_600_000_i64;
+    let native = per_call(7, CALLS, || {
+        std::hint::black_box(baton_core::typed::apply_lock_op(&typed_cell, now, &typed_op).expect("decides"));
+    });
+    let component = per_call(7, CALLS, || {
+        std::hint::black_box(core.lock_apply(&wit_cell, now, &wit_op).expect("calls").expect("decides"));
+    });
+    print!(
+        "  {:<18} native {native:>7.2} us   component {component:>7.2} us ({:>5.2}x)",
+        "acquire, typed",
+        component / native
+    );
+    match node["acquireTypedUs"].as_f64() {
+        Some(n) => println!("   node {n:>7.2} us ({:>5.2}x)", n / native),
+        None => println!("   node: not measured"),
+    }
+
     let baton = std::env::var("BATON_BIN").unwrap_or_else(|_| "target/release/baton".into());
     let tmp = std::env::temp_dir().join(format!("baton-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");

@@ -12,7 +12,8 @@ pub fn invoke(op: &str, request: &str) -> Result<String, JsValue> {
 }
 
 /// The holder's side of one lease (`baton_core::lease`). Times are the host's monotonic clock in whole
-/// milliseconds (`Math.floor(performance.now())`); actions are JSON text.
+/// milliseconds (`Math.floor(performance.now())`); actions and results are plain objects
+/// (serde-wasm-bindgen), no JSON text.
 #[wasm_bindgen]
 pub struct Lease(baton_core::lease::LeaseMachine);
 
@@ -22,6 +23,14 @@ fn core_error(e: baton_core::CoreError) -> JsValue {
     let _ = js_sys::Reflect::set(&err, &"code".into(), &e.code.as_str().into());
     let _ = js_sys::Reflect::set(&err, &"json".into(), &e.to_json().to_string().into());
     err.into()
+}
+
+/// `value` as a plain JS object (maps as objects, integers as numbers), as `JSON.parse` of its JSON would
+/// give it.
+fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| core_error(baton_core::CoreError::internal(format!("an answer did not convert: {e}"))))
 }
 
 /// A JS number as whole milliseconds: finite, integral and within 0..=2^53.
@@ -55,15 +64,22 @@ impl Lease {
         self.0.handle_timeout(ms(now)?);
         Ok(())
     }
-    /// Reports the outcome of store request `id` (`{"ok":...}` or `{"error":...}` as JSON text).
+    /// Reports the outcome of store request `id`: `{ok: answer}` or `{error: {code, message, ...}}`, a plain
+    /// object.
     #[wasm_bindgen(js_name = handleStoreResult)]
-    pub fn handle_store_result(&mut self, id: f64, result: &str, now: f64) -> Result<(), JsValue> {
-        baton_core::api::lease_store_result(&mut self.0, ms(id)?, result, ms(now)?).map_err(core_error)
+    pub fn handle_store_result(&mut self, id: f64, result: JsValue, now: f64) -> Result<(), JsValue> {
+        let result: serde_json::Value = serde_wasm_bindgen::from_value(result)
+            .map_err(|e| core_error(baton_core::CoreError::internal(format!("invalid store result: {e}"))))?;
+        baton_core::api::lease_store_value(&mut self.0, ms(id)?, result, ms(now)?).map_err(core_error)
     }
-    /// The next action as JSON text, or `undefined`.
+    /// The next action as a plain object (`baton_core::typed::LeaseAction`: `{type: "store", id, op, request,
+    /// deadlineMs}` or `{type: "event", event: {kind, ...}}`), or `undefined`.
     #[wasm_bindgen(js_name = pollAction)]
-    pub fn poll_action(&mut self) -> Option<String> {
-        baton_core::api::lease_poll_action(&mut self.0)
+    pub fn poll_action(&mut self) -> Result<JsValue, JsValue> {
+        match baton_core::typed::lease_poll_action(&mut self.0) {
+            None => Ok(JsValue::UNDEFINED),
+            Some(action) => to_js(&action),
+        }
     }
     /// When to call `handleTimeout` next, or `undefined`.
     #[wasm_bindgen(js_name = pollTimeout)]

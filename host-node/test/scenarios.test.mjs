@@ -89,13 +89,13 @@ function leaseStep(state, op, input) {
       lease.handleTimeout(now);
       break;
     case 'lease-result':
-      lease.handleStoreResult(input.id, JSON.stringify(input.result), now);
+      lease.handleStoreResult(input.id, input.result, now);
       break;
     default:
       throw fail('INTERNAL');
   }
   const actions = [];
-  for (let a = lease.pollAction(); a !== undefined; a = lease.pollAction()) actions.push(JSON.parse(a));
+  for (let a = lease.pollAction(); a !== undefined; a = lease.pollAction()) actions.push(a);
   return { actions, timeout: lease.pollTimeout() ?? null };
 }
 
