@@ -117,20 +117,27 @@ fn main() {
         revision = r.header().expect("a header").revision();
     };
     raw_txn();
-    // The same three transactions shaped as baton's: three compares, two puts, three gets if refused.
-    let mut revs = [0i64; 3];
+    // The same three transactions shaped as baton's: a compare on each of the four state files, the lock
+    // and the epoch written (a lock record's size), the four gets of a refused compare in the failure branch.
+    let mut revs = [0i64; 4];
+    let lock_record = "{\n  \"holder\": \"inproc-1\",\n  \"acquiredAt\": \"2026-01-01T00:00:00.000Z\",\n  \"expiresAt\": \"2026-01-01T00:01:00.000Z\",\n  \"epoch\": 1\n}\n";
     let mut shaped_txn = || {
-        let keys = ["/bench/shaped/lock.json", "/bench/shaped/epoch.json", "/bench/shaped/latest.json"];
+        let keys = [
+            "/bench/shaped/lock.json",
+            "/bench/shaped/epoch.json",
+            "/bench/shaped/latest.json",
+            "/bench/shaped/claim.json",
+        ];
         let txn = Txn::new()
             .when(
                 keys.iter().zip(revs).map(|(k, r)| Compare::mod_revision(*k, CompareOp::Equal, r)).collect::<Vec<_>>(),
             )
-            .and_then(vec![TxnOp::put(keys[0], "{}", None), TxnOp::put(keys[1], "{}", None)])
+            .and_then(vec![TxnOp::put(keys[0], lock_record, None), TxnOp::put(keys[1], "{\n  \"epoch\": 1\n}\n", None)])
             .or_else(keys.iter().map(|k| TxnOp::get(*k, None)).collect::<Vec<_>>());
         let r = rt.block_on(same_client.txn(txn)).expect("txn");
         assert!(r.succeeded(), "the shaped compare held");
         let rev = r.header().expect("a header").revision();
-        revs = [rev, rev, 0];
+        revs = [rev, rev, 0, 0];
     };
     shaped_txn();
 
@@ -216,7 +223,7 @@ fn main() {
     println!(
         "  3 raw etcd transactions (etcd-client, compare + put)     {floor:>8.2} ms   (interleaved with the above)"
     );
-    println!("  3 raw etcd transactions shaped as baton's (3 compares)   {shaped:>8.2} ms   (interleaved too)");
+    println!("  3 raw etcd transactions shaped as baton's (4 compares)   {shaped:>8.2} ms   (interleaved too)");
     println!("  the core's 9 calls of one cycle, alone                   {decisions:>8.2} ms");
     println!("  baton CLI, 3 processes (acquire, fenced write, release)  {cli:>8.2} ms per cycle");
     println!("  etcdctl lock <name> true, 1 process                      {etcdctl_lock:>8.2} ms");
