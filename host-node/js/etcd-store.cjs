@@ -197,6 +197,10 @@ class EtcdStore extends CellStore {
   #clients;
   /** The endpoint requests go to first: the last one that answered. */
   #current = 0;
+  /** The core's `etcd-keys` answers (pure), by env and scope. */
+  #keys = new Map();
+  /** The core's `store-deadline` answer for an operation without a deadline (the budget alone decides it). */
+  #unboundedMs = null;
   /** The tail of the queue every operation of this store runs through, one at a time. */
   #tail = Promise.resolve();
   /**
@@ -262,16 +266,35 @@ class EtcdStore extends CellStore {
     }
   }
 
-  /** Runs `fn(op)` after every operation queued before it, with the operation's deadline (`store-deadline`). */
+  /** The core's `etcd-keys` for `env` (and `scope`), remembered: `{env, cell?, keys?}`. */
+  #keysOf(env, scope) {
+    const name = scope === undefined ? `${env}/` : `${env}/${scope}`;
+    let keys = this.#keys.get(name);
+    if (keys === undefined) {
+      keys = call('etcd-keys', { prefix: this.prefix, env, scope });
+      this.#keys.set(name, keys);
+    }
+    return keys;
+  }
+
+  /**
+   * Runs `fn(op)` after every operation queued before it, with the operation's deadline (`store-deadline`;
+   * without a deadline of its own the answer depends on the budget alone and is asked once).
+   */
   #exclusive(fn, deadline) {
     const asked = monotonicNow();
     const run = this.#tail.then(() => {
-      const { remainingMs } = call('store-deadline', {
-        nowMs: asked,
-        startedMs: asked,
-        budgetMs: this.budgetMs,
-        deadlineMs: typeof deadline === 'number' && Number.isFinite(deadline) ? Math.max(0, Math.floor(deadline)) : null,
-      });
+      const bounded = typeof deadline === 'number' && Number.isFinite(deadline);
+      const ask = () =>
+        call('store-deadline', {
+          nowMs: asked,
+          startedMs: asked,
+          budgetMs: this.budgetMs,
+          deadlineMs: bounded ? Math.max(0, Math.floor(deadline)) : null,
+        }).remainingMs;
+      let remainingMs;
+      if (bounded) remainingMs = ask();
+      else remainingMs = this.#unboundedMs ??= ask();
       return fn({ started: asked, end: asked + remainingMs, attempts: 0, last: { index: 0, detail: '' } });
     });
     this.#tail = run.catch(() => {});
@@ -345,7 +368,7 @@ class EtcdStore extends CellStore {
   }
 
   async #transact({ env, scope }, decide, op) {
-    const keys = call('etcd-keys', { prefix: this.prefix, env, scope });
+    const keys = this.#keysOf(env, scope);
     const what = `the cell ${env}/${scope}`;
     const gets = keys.keys.map((k) => ({ request_range: { key: Buffer.from(k.key, 'utf8') } }));
     // The cell as this store last committed it, if it did: decided on without reading it first.
@@ -426,7 +449,7 @@ class EtcdStore extends CellStore {
   /** `read` with the decision `decide(cell, nowMs)`. */
   readWith({ env, scope }, decide, { deadline } = {}) {
     return this.#exclusive(async (op) => {
-      const keys = call('etcd-keys', { prefix: this.prefix, env, scope });
+      const keys = this.#keysOf(env, scope);
       const { files } = await this.#load(op, `the cell ${env}/${scope}`, keys);
       const answer = decide({ env, scope, files }, Date.now());
       if (Array.isArray(answer.changes) && answer.changes.length > 0) {
@@ -444,7 +467,7 @@ class EtcdStore extends CellStore {
    */
   list(env) {
     return this.#exclusive(async (op) => {
-      const range = call('etcd-keys', { prefix: this.prefix, env }).env;
+      const range = this.#keysOf(env).env;
       const got = await this.#attempt(op, `the list of ${env}`, (c, options) =>
         c.kv.range({ key: Buffer.from(range, 'utf8'), range_end: rangeEnd(range) }, options),
       );
