@@ -245,7 +245,11 @@ class EtcdStore extends CellStore {
       const sockets = new Sockets(this.#grpc);
       const etcd = new Etcd3({
         hosts: [this.#endpoints[index]],
-        auth: this.#auth,
+        // etcd3 sends the authentication call with these options: without a deadline, that call waits for a
+        // silent endpoint for ever, and grpc-js keeps the process alive while a call waits. etcd3 never
+        // closes the channel it authenticates on, so that channel's socket to a silent endpoint stays open
+        // (unref'd) until the server or the process ends it.
+        auth: this.#auth && { ...this.#auth, callOptions: () => ({ deadline: new Date(Date.now() + this.#attemptMs) }) },
         credentials: this.#tls,
         dialTimeout: this.#attemptMs,
         faultHandling: { host: () => once, global: once },
