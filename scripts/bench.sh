@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks: per-call decision cost (native, component, Node), cold start of `baton scope` vs
 # `git --version`, the lease cycle on the dir store vs flock(1) and proper-lockfile, on the git store vs raw
-# pushes, and on the etcd store vs three raw etcd transactions and `etcdctl lock`. Every figure is a
-# ratio to a baseline measured in the same run; nothing is asserted. BATON_BENCH_BEFORE=<another baton
-# binary> (say, a build of an older commit) adds that build's cold start to the same run.
+# pushes, and on the etcd store vs three raw etcd transactions and `etcdctl lock` (native, then Node with
+# etcd3). Every figure is a ratio to a baseline measured in the same run; nothing is asserted.
+# BATON_BENCH_BEFORE=<another baton binary> (say, a build of an older commit) adds that build's cold start
+# to the same run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -20,3 +21,5 @@ BATON_BIN="$PWD/target/release/baton" target/release/examples/bench_git
 echo
 target/release/examples/bench_claims
 BATON_BIN="$PWD/target/release/baton" target/release/examples/bench_etcd
+echo
+node host-node/bench/etcd.mjs

@@ -4,7 +4,8 @@
  * same few scopes of one store and append (scope, holder, epoch, sequence) entries to the scopes' receipts
  * with fenced writes, while faults chosen from a seed hit them: SIGSTOP for longer than the TTL then
  * SIGCONT, SIGKILL mid-run (of the whole process group or of baton alone, orphaning its command), a slow
- * store (dir: BATON_TEST_STORE_DELAY_MS; git: a pre-receive hook that sleeps), lost replies
+ * store (dir: BATON_TEST_STORE_DELAY_MS; git: a pre-receive hook that sleeps; etcd: the member paused in
+ * short pulses), lost replies
  * (BATON_TEST_LOST_REPLY: the store committed, the worker hears an error). Afterwards the checker
  * (checker.mjs) reads the store's history (dir: the journal the test store keeps; git: each cell ref's
  * commits; etcd: the revision history of the cell keys, `etcd.mjs`, on an etcd of the run's own) and
@@ -258,6 +259,46 @@ function makeRemote(dir) {
 }
 
 /**
+ * The etcd column's slow store (as the git column's hook that sleeps): while it is on (toggled every 1-4 s),
+ * the member is paused (SIGSTOP) for 50-400 ms every 100-600 ms, so that requests wait, pile up and then
+ * land together, as on a loaded or stalling server. Its own generator, so the workers' plans stay the
+ * seed's. `stop()` ends it with the member running; `pauses()` counts them.
+ */
+function pulseEtcd(etcd, r) {
+  let on = false;
+  let pauses = 0;
+  let stopped = false;
+  const timers = { toggle: null, pulse: null };
+  const toggle = () => {
+    on = r.chance(0.5);
+    timers.toggle = setTimeout(toggle, r.int(1000, 4000));
+  };
+  const pulse = () => {
+    if (!on) {
+      timers.pulse = setTimeout(pulse, r.int(100, 600));
+      return;
+    }
+    etcd.pause(0);
+    pauses += 1;
+    timers.pulse = setTimeout(() => {
+      etcd.resume(0);
+      if (!stopped) timers.pulse = setTimeout(pulse, r.int(100, 600));
+    }, r.int(50, 400));
+  };
+  toggle();
+  pulse();
+  return {
+    pauses: () => pauses,
+    stop() {
+      stopped = true;
+      clearTimeout(timers.toggle);
+      clearTimeout(timers.pulse);
+      if (etcd.members[0].paused) etcd.resume(0);
+    },
+  };
+}
+
+/**
  * Runs the workload against one store and checks its history.
  * @returns {Promise<object>} the store's report
  */
@@ -303,6 +344,7 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
     };
     flip();
   }
+  const slowEtcd = etcd ? pulseEtcd(etcd, rng(seed + 7)) : null;
   const progress = setInterval(() => note(`${label}: ${records.length} workers done, ${running.size} running`), 10_000);
   while (Date.now() - started < seconds * 1000) {
     while (running.size < workers) {
@@ -321,6 +363,7 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
     await Promise.race([...running, sleep(250)]);
   }
   clearTimeout(slowToggle);
+  slowEtcd?.stop();
   // Every worker ends on its own well within this (its wait is bounded at 120 s): one still running after
   // it is hung, which the report counts as a failure, and is killed so that the harness ends.
   const drainNote = setTimeout(() => note(`${label}: still waiting for ${running.size} workers...`), 60_000);
@@ -367,10 +410,12 @@ async function runStore(store, { seconds, workers, seed, bin, keep = false }) {
       kill: records.filter((w) => w.fault === 'kill' && w.faulted).length,
       killLeader: records.filter((w) => w.fault === 'kill-leader' && w.faulted).length,
       lostReply: faultLog.split('\n').filter((l) => l.startsWith('lost-reply')).length,
-      // dir: workers whose store transactions were slowed; git: pushes the hook slowed.
+      // dir: workers whose store transactions were slowed; git: pushes the hook slowed; etcd: pauses.
       slowStore: remote
         ? (existsSync(path.join(dir, 'slow.log')) ? readFileSync(path.join(dir, 'slow.log'), 'utf8').split('\n').filter(Boolean).length : 0)
-        : records.filter((w) => w.slow).length,
+        : slowEtcd
+          ? slowEtcd.pauses()
+          : records.filter((w) => w.slow).length,
     },
     exits: records.reduce((acc, w) => {
       const k = w.signal ?? String(w.exit);
@@ -407,7 +452,7 @@ function printTable(reports) {
     ['SIGKILL (group)', ...reports.map((r) => String(r.faults.kill))],
     ['SIGKILL (leader only)', ...reports.map((r) => String(r.faults.killLeader))],
     ['lost replies', ...reports.map((r) => String(r.faults.lostReply))],
-    ['slow store (dir: workers, git: pushes)', ...reports.map((r) => String(r.faults.slowStore))],
+    ['slow store (dir: workers, git: pushes, etcd: pauses)', ...reports.map((r) => String(r.faults.slowStore))],
     ['workers ended (exit code or signal: count)', ...reports.map((r) => Object.entries(r.exits).sort().map(([k, n]) => `${k.replace('SIG', '')}:${n}`).join(' '))],
     ['writes acknowledged', ...reports.map((r) => String(r.acked))],
     ['shared creates: owned / refused (another scope owns it)', ...reports.map((r) => `${r.sharedCreated} / ${r.sharedRefused}`)],

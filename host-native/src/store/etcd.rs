@@ -48,6 +48,9 @@ struct Inner {
     /// Each cell as this store last committed it (by its key range): the next transaction decides on it
     /// without a read, and its compare refuses it if anyone changed the cell since.
     cells: Mutex<HashMap<String, Loaded>>,
+    /// The core's `store-deadline` answer for an operation without a deadline of its own (the budget
+    /// alone decides it, so it is asked once).
+    unbounded_ms: std::sync::OnceLock<u64>,
     /// The core's `etcd-keys` answers, by env and scope.
     keys: Mutex<HashMap<(String, Option<String>), Value>>,
 }
@@ -165,6 +168,7 @@ impl EtcdStore {
             export_spec: text("exportSpec")?,
             current: AtomicUsize::new(0),
             cells: Mutex::new(HashMap::new()),
+            unbounded_ms: std::sync::OnceLock::new(),
             keys: Mutex::new(HashMap::new()),
         };
         Ok(Self { inner: Arc::new(inner) })
@@ -308,14 +312,23 @@ impl EtcdStore {
     }
 
     /// Starts an operation: its end is the core's `store-deadline` (the budget from now, bounded by
-    /// `deadline`).
+    /// `deadline`). Without a deadline the answer depends on the budget alone and is asked once.
     fn begin(&self, core: &mut CoreComponent, deadline: Option<Instant>) -> Op {
         let started = Instant::now();
-        let request = json!({
-            "nowMs": 0, "startedMs": 0, "budgetMs": self.inner.budget_ms,
-            "deadlineMs": deadline.map(|d| ms(d.saturating_duration_since(started))),
-        });
-        let remaining = core.invoke("store-deadline", &request).ok().and_then(|v| v["remainingMs"].as_u64());
+        let mut ask = |deadline_ms: Option<u64>| {
+            let request =
+                json!({ "nowMs": 0, "startedMs": 0, "budgetMs": self.inner.budget_ms, "deadlineMs": deadline_ms });
+            core.invoke("store-deadline", &request).ok().and_then(|v| v["remainingMs"].as_u64())
+        };
+        let remaining = match deadline {
+            Some(d) => ask(Some(ms(d.saturating_duration_since(started)))),
+            None => match self.inner.unbounded_ms.get() {
+                Some(ms) => Some(*ms),
+                None => ask(None).inspect(|ms| {
+                    let _ = self.inner.unbounded_ms.set(*ms);
+                }),
+            },
+        };
         Op {
             started,
             end: started + Duration::from_millis(remaining.unwrap_or(self.inner.budget_ms)),
@@ -371,7 +384,7 @@ impl EtcdStore {
     fn attempt<T, F, Fut>(&self, core: &mut CoreComponent, op: &mut Op, what: &str, request: F) -> Result<T, HostError>
     where
         T: Send + 'static,
-        F: FnOnce(etcd_client::Client) -> Fut + Send + Clone + 'static,
+        F: FnOnce(etcd_client::KvClient) -> Fut + Send + Clone + 'static,
         Fut: std::future::Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
     {
         loop {

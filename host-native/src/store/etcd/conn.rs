@@ -5,7 +5,7 @@
 //! running then is dropped (cancelled) and reported as not answered.
 
 use crate::error::HostError;
-use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
+use etcd_client::{Certificate, Client, ConnectOptions, Identity, KvClient, TlsOptions};
 use std::future::Future;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -79,7 +79,7 @@ pub(crate) struct Conns {
     runtime: Option<tokio::runtime::Runtime>,
     endpoints: Vec<String>,
     options: ConnectOptions,
-    clients: Mutex<Vec<Option<Client>>>,
+    clients: Mutex<Vec<Option<KvClient>>>,
 }
 
 impl Conns {
@@ -118,23 +118,26 @@ impl Conns {
     pub(crate) fn call<T, F, Fut>(&self, index: usize, timeout: Duration, request: F) -> Result<T, Failure>
     where
         T: Send + 'static,
-        F: FnOnce(Client) -> Fut + Send + 'static,
+        F: FnOnce(KvClient) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, etcd_client::Error>> + Send + 'static,
     {
         let endpoint = self.endpoints[index].clone();
         let known = self.clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner)[index].clone();
-        let options = self.options.clone();
+        let options = known.is_none().then(|| self.options.clone());
         let Some(runtime) = &self.runtime else {
             return Err(Failure { code: None, detail: "the etcd client was stopped".into() });
         };
         let work = async move {
             let work = async {
-                let client = match known {
-                    Some(c) => (c, false),
-                    None => (Client::connect([endpoint.as_str()], Some(options)).await?, true),
+                let (client, connected) = match known {
+                    Some(c) => (c, None),
+                    None => {
+                        let c = Client::connect([endpoint.as_str()], options).await?.kv_client();
+                        (c.clone(), Some(c))
+                    }
                 };
-                let answer = request(client.0.clone()).await?;
-                Ok::<_, etcd_client::Error>((answer, client.1.then_some(client.0)))
+                let answer = request(client).await?;
+                Ok::<_, etcd_client::Error>((answer, connected))
             };
             match tokio::time::timeout(timeout, work).await {
                 Ok(Ok(v)) => Ok(v),
