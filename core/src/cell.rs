@@ -89,7 +89,7 @@ pub fn to_file_json<T: Serialize>(value: &T) -> String {
 }
 
 /// A data file name: 1-100 characters from `[A-Za-z0-9._-]`, not hidden, not one of the cell's own files
-/// (`lock.json`, `epoch.json`, `latest.json`, `lock.mutex`) and not a temp or tomb name.
+/// (`lock.json`, `epoch.json`, `latest.json`, `claim.json`, `lock.mutex`) and not a temp or tomb name.
 pub fn validate_data_file(file: &str) -> Result<(), CoreError> {
     let plain = !file.is_empty()
         && file.len() <= 100
@@ -100,7 +100,7 @@ pub fn validate_data_file(file: &str) -> Result<(), CoreError> {
         || file.ends_with(".tomb");
     if !plain || reserved {
         return Err(CoreError::usage(format!(
-            "`{file}` cannot be written: use 1-100 characters from A-Z a-z 0-9 . _ - @ : +, not starting with a dot, and not one of baton's own files (lock.json, epoch.json, latest.json, lock.mutex, *.tmp, *.tomb)"
+            "`{file}` cannot be written: use 1-100 characters from A-Z a-z 0-9 . _ - @ : +, not starting with a dot, and not one of baton's own files (lock.json, epoch.json, latest.json, claim.json, lock.mutex, *.tmp, *.tomb)"
         )));
     }
     Ok(())
