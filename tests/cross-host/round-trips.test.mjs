@@ -67,15 +67,16 @@ for (const useNode of [false, true]) {
       const envelope = runTrue(store, scope, { useNode, wrap: gitWrapper(log) });
       assert.equal(envelope.released, true);
       const c = counts(log);
+      if (process.env.BATON_TRACE_COUNTS) console.error(host, i, scope, JSON.stringify(c));
       assert.equal(c.push ?? 0, 2, `run ${i} of ${scope}: ${JSON.stringify(c)}`);
       assert.ok((c.fetch ?? 0) <= 1, `run ${i} of ${scope}: ${JSON.stringify(c)}`);
     }
     // The receipt is complete and the lock gone: the two pushes carried everything.
-    const receipt = JSON.parse(repo.git(repo.dir, '--git-dir', repo.remote, 'show', 'refs/baton-receipts/preview/pr-7:latest.json'));
+    const receipt = JSON.parse(repo.git(repo.dir, '--git-dir', repo.remote, 'show', 'refs/heads/baton-receipts/preview/pr-7:preview/pr-7/latest.json'));
     assert.equal(receipt.status, 'complete');
     assert.equal(receipt.epoch, 2);
-    const tree = repo.git(repo.dir, '--git-dir', repo.remote, 'ls-tree', '--name-only', 'refs/baton-receipts/preview/pr-7');
-    assert.ok(!tree.split('\n').includes('lock.json'), tree);
+    const tree = repo.git(repo.dir, '--git-dir', repo.remote, 'ls-tree', '-r', '--name-only', 'refs/heads/baton-receipts/preview/pr-7');
+    assert.ok(tree.includes('preview/pr-7/epoch.json') && !tree.includes('lock.json'), tree);
   });
 
   test(`${host}: run -- true on etcd commits two transactions`, async () => {
