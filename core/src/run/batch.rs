@@ -68,7 +68,15 @@ impl RunMachine {
         deadline_ms: Mono,
     ) -> (&'static str, Value, Mono) {
         match op {
-            "lock-acquire" if self.phase == Phase::Acquiring && self.cfg.job.has_receipt() && !self.stop_beginning() => {
+            // After a wait, a pull request's run reads its head branch's receipt again once it holds the
+            // lock (what it read before waiting may be long stale: an inherited entry someone else owns
+            // by now), so its grant goes out alone.
+            "lock-acquire"
+                if self.phase == Phase::Acquiring
+                    && self.cfg.job.has_receipt()
+                    && !self.stop_beginning()
+                    && !(self.waited && self.predecessor.is_some()) =>
+            {
                 let mut begin = self.run_begin_request();
                 begin["holder"] = json!(self.holder());
                 let mut steps = vec![

@@ -83,6 +83,9 @@ pub struct RunMachine {
     pub(super) opened: VecDeque<Value>,
     /// The final receipt's request (fenced) and its deadline, waiting to go out with the release.
     pub(super) pending_finish: Option<(Value, Mono)>,
+    /// The grant waited for another holder: the predecessor's receipt read before is stale, so the grant
+    /// goes out alone and the receipt is read again under the lock before the checkpoint.
+    pub(super) waited: bool,
     pub(super) then: Then,
     pub(super) actions: VecDeque<RunAction>,
     pub(super) facts: Facts,
@@ -113,6 +116,7 @@ impl RunMachine {
             batch: None,
             opened: VecDeque::new(),
             pending_finish: None,
+            waited: false,
             then: Then::Release,
             actions: VecDeque::new(),
             facts,
@@ -437,12 +441,15 @@ impl RunMachine {
                     }
                 }
             }
-            LeaseEvent::Waiting { holder, expires_at, waited_ms, remaining_ms } => self.note(format!(
-                "waiting for {}: held by {holder} until {expires_at} (waited {}, giving up in {})",
-                self.cfg.lease.label(),
-                human_ms(waited_ms),
-                human_ms(remaining_ms)
-            )),
+            LeaseEvent::Waiting { holder, expires_at, waited_ms, remaining_ms } => {
+                self.waited = true;
+                self.note(format!(
+                    "waiting for {}: held by {holder} until {expires_at} (waited {}, giving up in {})",
+                    self.cfg.lease.label(),
+                    human_ms(waited_ms),
+                    human_ms(remaining_ms)
+                ));
+            }
             LeaseEvent::Renewed { lock } => self.facts.lock = lock,
             LeaseEvent::RenewFailed { error } => {
                 let why = error.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned();

@@ -21,10 +21,11 @@ impl RunMachine {
                 self.done(now);
             }
             Job::Object => self.start_work(None),
-            // The grant carried the checkpoint (`batch`): its answer is here. A grant without it (none
-            // today) writes the checkpoint on its own.
+            // The grant carried the checkpoint (`batch`): its answer is here. A grant that went out alone
+            // (after a wait) reads the predecessor's receipt again, then writes the checkpoint.
             Job::Run | Job::Destroy => match self.opened.pop_front() {
                 Some(answer) => self.on_step(Step::RunBegin, StoreResult::Ok(answer), now),
+                None if self.read_predecessor() => {}
                 None => {
                     let request = self.run_begin_request();
                     self.own_step(Step::RunBegin, "run-begin", request);
@@ -54,13 +55,22 @@ impl RunMachine {
         match (step, result) {
             (Step::ReadPredecessor, StoreResult::Ok(answer)) => {
                 self.predecessor_text = answer.get("text").and_then(Value::as_str).map(str::to_owned);
-                // Given up or cancelled meanwhile: the run already ended, nothing was locked.
-                if self.phase != Phase::Acquiring {
-                    return;
-                }
-                if let Err(e) = self.lease.acquire(now) {
-                    self.facts.failure.get_or_insert(e.to_json());
-                    self.done(now);
+                match self.phase {
+                    // Before the lock: the acquire follows (its grant carries the checkpoint).
+                    Phase::Acquiring => {
+                        if let Err(e) = self.lease.acquire(now) {
+                            self.facts.failure.get_or_insert(e.to_json());
+                            self.done(now);
+                        }
+                    }
+                    // Read again under the lock after a wait: the checkpoint follows.
+                    Phase::Beginning if self.stop_beginning() => self.begin_release(now),
+                    Phase::Beginning => {
+                        let request = self.run_begin_request();
+                        self.own_step(Step::RunBegin, "run-begin", request);
+                    }
+                    // Given up or cancelled meanwhile: the run already ended, nothing was locked.
+                    _ => {}
                 }
             }
             (Step::RunBegin, StoreResult::Ok(answer)) => {

@@ -418,14 +418,7 @@ fn a_pull_request_inherits_and_takes_over_after_success() {
     w2.end_work(&mut p, WorkEnd::Exited { code: 0 });
     assert_eq!(
         w2.ops(),
-        [
-            "lock-acquire+run-begin",
-            "run-finish",
-            "lock-acquire+handover",
-            "claim-move",
-            "lock-release",
-            "lock-release"
-        ]
+        ["lock-acquire+run-begin", "run-finish", "lock-acquire+handover", "claim-move", "lock-release", "lock-release"]
     );
     let v = w2.verdict();
     assert!(v.ok, "{v:?}");
@@ -572,4 +565,38 @@ fn a_signal_after_the_work_ended_does_not_change_the_verdict() {
     let v = w.verdict();
     assert!(v.ok, "{v:?}");
     assert_eq!(w.receipt("preview", "branch-feat-x")["status"], "complete");
+}
+
+#[test]
+fn after_a_wait_a_pull_request_reads_its_branch_again_under_the_lock() {
+    let mut w = World::new();
+    let mut b = started(&mut w, config("run", "branch-feat-x", json!({})));
+    record(&mut w, "branch-feat-x", "run-01234567", 1, "env:A", false);
+    w.end_work(&mut b, WorkEnd::Exited { code: 0 });
+    let mut w2 = World { cells: std::mem::take(&mut w.cells), ..World::new() };
+    let held = w2.transact("preview", "pr-7", "lock-acquire", json!({ "holder": "other", "ttlMs": 60_000 }), true);
+    assert!(matches!(held, StoreResult::Ok(_)));
+    let mut p = started(&mut w2, config("run", "pr-7", json!({ "wait": true, "pollMs": 500 })));
+    assert_eq!(w2.ops(), ["lock-acquire+run-begin"], "refused: the lock is held");
+    // While it waits, the branch forgets what it would have inherited, and the other holder leaves.
+    let res = json!({ "adapter": "vercel", "key": "env:A" });
+    for (op, request) in [
+        ("lock-acquire", json!({ "holder": "b2", "ttlMs": 60_000 })),
+        ("ledger-forget", json!({ "holder": "b2", "epoch": 2, "resource": res })),
+        ("lock-release", json!({ "holder": "b2" })),
+    ] {
+        assert!(matches!(w2.transact("preview", "branch-feat-x", op, request, true), StoreResult::Ok(_)), "{op}");
+    }
+    assert!(matches!(
+        w2.transact("preview", "pr-7", "lock-release", json!({ "holder": "other" }), true),
+        StoreResult::Ok(_)
+    ));
+    w2.advance(&mut p, 600);
+    assert!(w2.work_running);
+    assert_eq!(w2.ops(), ["lock-acquire+run-begin", "lock-acquire", "run-begin"]);
+    let reads = w2.log.iter().filter(|a| matches!(a, RunAction::Read { .. })).count();
+    assert_eq!(reads, 2, "read before the first attempt and again under the lock");
+    assert_eq!(w2.receipt("preview", "pr-7")["ledger"], json!([]), "nothing stale inherited");
+    w2.end_work(&mut p, WorkEnd::Exited { code: 0 });
+    assert!(w2.verdict().ok);
 }
