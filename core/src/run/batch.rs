@@ -2,6 +2,13 @@
 //! [`crate::cell_steps`]), so a run costs two writes of its cell: the grant with the checkpoint receipt (and
 //! a destroy's plan), and the final receipt with the release.
 //!
+//! A pull request's run whose head branch may have a receipt is the exception at the start: it reads that
+//! receipt under its own lock, as before, and writes the checkpoint (which inherits from it) alone. Read
+//! before the lock, the receipt is one round trip (or a whole wait) older when the pull request's work
+//! starts, and the simulation shows what that costs: an entry the branch forgot meanwhile is inherited
+//! while another scope claims it, or one the branch added meanwhile is missed while the pull request
+//! takes its claim (two owners either way).
+//!
 //! The lease machine stays as it is (its requests, retries and waits); the run machine only widens two of
 //! its requests on the way out and splits the answer on the way back. Fencing is unchanged: each step is
 //! checked against the snapshot the steps before it produced, and the batch commits as one
@@ -17,14 +24,17 @@ use serde_json::{Value, json};
 use std::collections::VecDeque;
 
 impl RunMachine {
-    /// A pull request's run: asks for its head branch's receipt (`read`), after which the acquire goes out.
-    /// `false` when the run has no predecessor (it acquires at once).
-    pub(super) fn read_predecessor(&mut self) -> bool {
-        if self.cfg.job != Job::Run {
-            return false;
-        }
+    /// The scope this run inherits from (a pull request's head branch), if any.
+    pub(super) fn predecessor_scope(&self) -> Option<String> {
         let ctx = &self.cfg.context;
-        let Some(scope) = predecessor_of(&ctx.scope, ctx.branch.as_deref(), ctx.pr) else { return false };
+        (self.cfg.job == Job::Run).then(|| predecessor_of(&ctx.scope, ctx.branch.as_deref(), ctx.pr)).flatten()
+    }
+
+    /// A pull request's run, once it holds its lock: asks for its head branch's receipt (`read`), after which
+    /// the checkpoint goes out. `false` when the run has no predecessor.
+    pub(super) fn read_predecessor(&mut self) -> bool {
+        let Some(scope) = self.predecessor_scope() else { return false };
+        let ctx = &self.cfg.context;
         let cell = CellRef { env: ctx.env.clone(), scope: scope.clone() };
         self.predecessor = Some(scope);
         let id = self.id();
@@ -68,14 +78,11 @@ impl RunMachine {
         deadline_ms: Mono,
     ) -> (&'static str, Value, Mono) {
         match op {
-            // After a wait, a pull request's run reads its head branch's receipt again once it holds the
-            // lock (what it read before waiting may be long stale: an inherited entry someone else owns
-            // by now), so its grant goes out alone.
             "lock-acquire"
                 if self.phase == Phase::Acquiring
                     && self.cfg.job.has_receipt()
                     && !self.stop_beginning()
-                    && !(self.waited && self.predecessor.is_some()) =>
+                    && self.predecessor_scope().is_none() =>
             {
                 let mut begin = self.run_begin_request();
                 begin["holder"] = json!(self.holder());

@@ -83,9 +83,6 @@ pub struct RunMachine {
     pub(super) opened: VecDeque<Value>,
     /// The final receipt's request (fenced) and its deadline, waiting to go out with the release.
     pub(super) pending_finish: Option<(Value, Mono)>,
-    /// The grant waited for another holder: the predecessor's receipt read before is stale, so the grant
-    /// goes out alone and the receipt is read again under the lock before the checkpoint.
-    pub(super) waited: bool,
     pub(super) then: Then,
     pub(super) actions: VecDeque<RunAction>,
     pub(super) facts: Facts,
@@ -116,7 +113,6 @@ impl RunMachine {
             batch: None,
             opened: VecDeque::new(),
             pending_finish: None,
-            waited: false,
             then: Then::Release,
             actions: VecDeque::new(),
             facts,
@@ -158,11 +154,6 @@ impl RunMachine {
         }
         self.phase = Phase::Acquiring;
         self.note(format!("{}; acquiring the lease as {}", self.cfg.lease.label(), self.holder()));
-        // A pull request's run reads its head branch's receipt first, so that the grant can carry the
-        // checkpoint (which inherits from it) in one transaction; the acquire follows the read.
-        if self.read_predecessor() {
-            return Ok(());
-        }
         self.lease.acquire(now)?;
         self.pump(now);
         Ok(())
@@ -441,15 +432,12 @@ impl RunMachine {
                     }
                 }
             }
-            LeaseEvent::Waiting { holder, expires_at, waited_ms, remaining_ms } => {
-                self.waited = true;
-                self.note(format!(
-                    "waiting for {}: held by {holder} until {expires_at} (waited {}, giving up in {})",
-                    self.cfg.lease.label(),
-                    human_ms(waited_ms),
-                    human_ms(remaining_ms)
-                ));
-            }
+            LeaseEvent::Waiting { holder, expires_at, waited_ms, remaining_ms } => self.note(format!(
+                "waiting for {}: held by {holder} until {expires_at} (waited {}, giving up in {})",
+                self.cfg.lease.label(),
+                human_ms(waited_ms),
+                human_ms(remaining_ms)
+            )),
             LeaseEvent::Renewed { lock } => self.facts.lock = lock,
             LeaseEvent::RenewFailed { error } => {
                 let why = error.get("message").and_then(Value::as_str).unwrap_or("unknown error").to_owned();

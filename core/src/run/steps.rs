@@ -21,8 +21,8 @@ impl RunMachine {
                 self.done(now);
             }
             Job::Object => self.start_work(None),
-            // The grant carried the checkpoint (`batch`): its answer is here. A grant that went out alone
-            // (after a wait) reads the predecessor's receipt again, then writes the checkpoint.
+            // The grant carried the checkpoint (`batch`): its answer is here. A pull request's grant went out
+            // alone: it reads its head branch's receipt under the lock, then writes the checkpoint.
             Job::Run | Job::Destroy => match self.opened.pop_front() {
                 Some(answer) => self.on_step(Step::RunBegin, StoreResult::Ok(answer), now),
                 None if self.read_predecessor() => {}
@@ -55,23 +55,11 @@ impl RunMachine {
         match (step, result) {
             (Step::ReadPredecessor, StoreResult::Ok(answer)) => {
                 self.predecessor_text = answer.get("text").and_then(Value::as_str).map(str::to_owned);
-                match self.phase {
-                    // Before the lock: the acquire follows (its grant carries the checkpoint).
-                    Phase::Acquiring => {
-                        if let Err(e) = self.lease.acquire(now) {
-                            self.facts.failure.get_or_insert(e.to_json());
-                            self.done(now);
-                        }
-                    }
-                    // Read again under the lock after a wait: the checkpoint follows.
-                    Phase::Beginning if self.stop_beginning() => self.begin_release(now),
-                    Phase::Beginning => {
-                        let request = self.run_begin_request();
-                        self.own_step(Step::RunBegin, "run-begin", request);
-                    }
-                    // Given up or cancelled meanwhile: the run already ended, nothing was locked.
-                    _ => {}
+                if self.stop_beginning() {
+                    return self.begin_release(now);
                 }
+                let request = self.run_begin_request();
+                self.own_step(Step::RunBegin, "run-begin", request);
             }
             (Step::RunBegin, StoreResult::Ok(answer)) => {
                 for w in strings(&answer, "warnings") {

@@ -315,19 +315,24 @@ fn a_signal_during_the_checkpoint_releases_before_any_work() {
     assert_eq!(w.file("preview", "branch-feat-x", "lock.json"), None);
     assert_eq!(w.ops(), ["lock-acquire+run-begin", "lock-release"]);
 
-    // A pull request's run reads its head branch's receipt before it locks: a signal then ends it with
-    // nothing written at all.
+    // A pull request's run reads its head branch's receipt under its lock, then writes the checkpoint: a
+    // signal while that read is out releases before anything else is written.
     let mut w = World::new();
     w.hold = true;
     let mut m = RunMachine::new(config("run", "pr-7", json!({}))).unwrap();
     m.start(0).unwrap();
     w.pump(&mut m);
+    let grant = w.held.remove(0);
+    w.hold = false;
+    w.carry_out(&mut m, grant);
+    w.hold = true;
+    w.pump(&mut m);
     assert!(matches!(w.held.as_slice(), [RunAction::Read { .. }]), "{:?}", w.held);
     m.signal(HostSignal::Interrupt, 5);
-    w.pump(&mut m);
+    w.release_held(&mut m);
     assert_eq!(w.verdict().exit, 130);
-    assert!(w.ops().is_empty(), "{:?}", w.ops());
-    assert!(w.cells.is_empty());
+    assert_eq!(w.ops(), ["lock-acquire", "lock-release"]);
+    assert_eq!(w.receipt("preview", "pr-7"), Value::Null, "no checkpoint");
 }
 
 #[test]
@@ -418,7 +423,15 @@ fn a_pull_request_inherits_and_takes_over_after_success() {
     w2.end_work(&mut p, WorkEnd::Exited { code: 0 });
     assert_eq!(
         w2.ops(),
-        ["lock-acquire+run-begin", "run-finish", "lock-acquire+handover", "claim-move", "lock-release", "lock-release"]
+        [
+            "lock-acquire",
+            "run-begin",
+            "run-finish",
+            "lock-acquire+handover",
+            "claim-move",
+            "lock-release",
+            "lock-release"
+        ]
     );
     let v = w2.verdict();
     assert!(v.ok, "{v:?}");
@@ -568,7 +581,7 @@ fn a_signal_after_the_work_ended_does_not_change_the_verdict() {
 }
 
 #[test]
-fn after_a_wait_a_pull_request_reads_its_branch_again_under_the_lock() {
+fn a_pull_request_reads_its_branch_under_its_lock_after_a_wait() {
     let mut w = World::new();
     let mut b = started(&mut w, config("run", "branch-feat-x", json!({})));
     record(&mut w, "branch-feat-x", "run-01234567", 1, "env:A", false);
@@ -577,7 +590,7 @@ fn after_a_wait_a_pull_request_reads_its_branch_again_under_the_lock() {
     let held = w2.transact("preview", "pr-7", "lock-acquire", json!({ "holder": "other", "ttlMs": 60_000 }), true);
     assert!(matches!(held, StoreResult::Ok(_)));
     let mut p = started(&mut w2, config("run", "pr-7", json!({ "wait": true, "pollMs": 500 })));
-    assert_eq!(w2.ops(), ["lock-acquire+run-begin"], "refused: the lock is held");
+    assert_eq!(w2.ops(), ["lock-acquire"], "refused: the lock is held");
     // While it waits, the branch forgets what it would have inherited, and the other holder leaves.
     let res = json!({ "adapter": "vercel", "key": "env:A" });
     for (op, request) in [
@@ -593,9 +606,9 @@ fn after_a_wait_a_pull_request_reads_its_branch_again_under_the_lock() {
     ));
     w2.advance(&mut p, 600);
     assert!(w2.work_running);
-    assert_eq!(w2.ops(), ["lock-acquire+run-begin", "lock-acquire", "run-begin"]);
+    assert_eq!(w2.ops(), ["lock-acquire", "lock-acquire", "run-begin"]);
     let reads = w2.log.iter().filter(|a| matches!(a, RunAction::Read { .. })).count();
-    assert_eq!(reads, 2, "read before the first attempt and again under the lock");
+    assert_eq!(reads, 1, "read once, under the lock");
     assert_eq!(w2.receipt("preview", "pr-7")["ledger"], json!([]), "nothing stale inherited");
     w2.end_work(&mut p, WorkEnd::Exited { code: 0 });
     assert!(w2.verdict().ok);
