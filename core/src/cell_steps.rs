@@ -101,9 +101,7 @@ pub fn run(req: StepsRequest) -> Result<Value, CoreError> {
     let changes: Vec<Change> = touched
         .into_iter()
         .filter_map(|file| match (loaded.get(&file), cell.files.get(&file)) {
-            (before, Some(after)) if before != Some(after) => {
-                Some(Change::Write { content: after.clone(), file })
-            }
+            (before, Some(after)) if before != Some(after) => Some(Change::Write { content: after.clone(), file }),
             (Some(_), None) => Some(Change::Delete { file }),
             _ => None,
         })
@@ -141,7 +139,8 @@ mod tests {
         )
         .unwrap();
         assert_eq!(answer["answers"][0]["lock"]["epoch"], 1);
-        let files: Vec<&str> = answer["changes"].as_array().unwrap().iter().map(|c| c["file"].as_str().unwrap()).collect();
+        let files: Vec<&str> =
+            answer["changes"].as_array().unwrap().iter().map(|c| c["file"].as_str().unwrap()).collect();
         // The lock first, then the receipt (the run's own file and `latest.json`), as the steps wrote them.
         assert_eq!((&files[..2], files.last()), (&["epoch.json", "lock.json"][..], Some(&"latest.json")));
         let receipt: Value =
@@ -170,7 +169,10 @@ mod tests {
             ]),
         )
         .unwrap();
-        assert_eq!(answer["changes"], json!([{ "op": "write", "file": "epoch.json", "content": "{\n  \"epoch\": 1\n}\n" }]));
+        assert_eq!(
+            answer["changes"],
+            json!([{ "op": "write", "file": "epoch.json", "content": "{\n  \"epoch\": 1\n}\n" }])
+        );
         assert_eq!(answer["answers"][1]["released"], true);
     }
 

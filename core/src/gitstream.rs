@@ -202,8 +202,12 @@ mod tests {
         let c = commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &opened, None, &[]).unwrap();
         assert_eq!(c["message"], "lock preview/pr-1 h (epoch 1), receipt r (failed)");
         let closed = [receipt("complete"), del[0].clone()];
-        let c = commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &closed, Some("{\"holder\":\"h\"}"), &[]).unwrap();
-        assert_eq!((c["message"].as_str(), c["what"].as_str()), (Some("receipt preview/pr-1 r (complete), unlock h"), Some("a receipt")));
+        let c =
+            commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &closed, Some("{\"holder\":\"h\"}"), &[]).unwrap();
+        assert_eq!(
+            (c["message"].as_str(), c["what"].as_str()),
+            (Some("receipt preview/pr-1 r (complete), unlock h"), Some("a receipt"))
+        );
         let s = c["stream"].as_str().unwrap();
         assert!(s.contains("from ab12\n") && s.contains("D preview/pr-1/lock.json\n") && !s.contains("mark :1"), "{s}");
         // Byte lengths, not characters.

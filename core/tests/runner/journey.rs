@@ -382,7 +382,10 @@ impl Host<'_> {
             let running = self.work == Work::Running;
             match kind.as_str() {
                 "store" | "read" => {
-                    if running && action.get("cell").is_none() && name_of(&action).split('+').any(|o| o == "lock-release") {
+                    if running
+                        && action.get("cell").is_none()
+                        && name_of(&action).split('+').any(|o| o == "lock-release")
+                    {
                         return bad("the lock is released while the work may still run");
                     }
                     self.pending.push(action.clone());

@@ -984,7 +984,13 @@ impl<'p> World<'p> {
     /// between (one transaction); a step refused after an earlier one changed the cell would need the
     /// earlier changes undone, which the core's batches never ask for (their refusals come first or not at
     /// all), so the simulation fails then rather than model it.
-    pub(crate) fn exec_steps(&mut self, r: usize, c: usize, request: &Value, kind: Kind) -> Result<StoreResult, Failure> {
+    pub(crate) fn exec_steps(
+        &mut self,
+        r: usize,
+        c: usize,
+        request: &Value,
+        kind: Kind,
+    ) -> Result<StoreResult, Failure> {
         let before = self.cells[c].clone();
         let mut answers = Vec::new();
         let mut grant: Option<(Value, Value)> = None;
