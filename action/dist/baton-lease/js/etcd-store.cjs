@@ -23,6 +23,7 @@ const { setTimeout: sleep } = require('node:timers/promises');
 const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
 const { CellStore } = require('./cell-store.cjs');
+const { Sockets, grpcOf } = require('./etcd-sockets.cjs');
 
 /** The host's monotonic clock in whole ms (the lease machine's clock: deadlines compare with it). */
 const monotonicNow = () => Math.floor(performance.now());
@@ -115,15 +116,20 @@ function loadEtcd3() {
 
 class EtcdStore extends CellStore {
   #etcd3 = loadEtcd3();
+  #grpc = grpcOf();
   #endpoints;
   #auth;
   #tls;
   #attemptMs;
   #exportSpec;
-  /** One client per endpoint, created on first use; null after a failure there. */
+  /** One client per endpoint (`{etcd, sockets}`), created on first use; null after a failure there. */
   #clients;
   /** The endpoint requests go to first: the last one that answered. */
   #current = 0;
+  /** The core's `etcd-keys` answers (pure), by env and scope. */
+  #keys = new Map();
+  /** The core's `store-deadline` answer for an operation without a deadline (the budget alone decides it). */
+  #unboundedMs = null;
   /** The tail of the queue every operation of this store runs through, one at a time. */
   #tail = Promise.resolve();
   /**
@@ -165,33 +171,63 @@ class EtcdStore extends CellStore {
   #client(index) {
     if (this.#clients[index] === null) {
       const { Etcd3 } = this.#etcd3;
-      this.#clients[index] = new Etcd3({
+      const sockets = new Sockets(this.#grpc);
+      const etcd = new Etcd3({
         hosts: [this.#endpoints[index]],
-        auth: this.#auth,
+        // etcd3 sends the authentication call with these options: without a deadline, that call waits for a
+        // silent endpoint for ever, and grpc-js keeps the process alive while a call waits. etcd3 never
+        // closes the channel it authenticates on, so that channel's socket to a silent endpoint stays open
+        // (unref'd) until the server or the process ends it.
+        auth: this.#auth && { ...this.#auth, callOptions: () => ({ deadline: new Date(Date.now() + this.#attemptMs) }) },
         credentials: this.#tls,
         dialTimeout: this.#attemptMs,
         faultHandling: { host: () => once, global: once },
+        grpcOptions: sockets.grpcOptions(),
       });
+      this.#clients[index] = { etcd, sockets };
     }
-    return this.#clients[index];
+    return this.#clients[index].etcd;
   }
 
+  /** Closes the client of endpoint `index` and its sockets (after a failure there, or on close). */
   #forget(index) {
     const client = this.#clients[index];
     this.#clients[index] = null;
-    if (client !== null) client.close();
+    if (client !== null) {
+      client.etcd.close();
+      client.sockets.destroy();
+    }
   }
 
-  /** Runs `fn(op)` after every operation queued before it, with the operation's deadline (`store-deadline`). */
+  /** The core's `etcd-keys` for `env` (and `scope`), remembered: `{env, cell?, keys?}`. */
+  #keysOf(env, scope) {
+    const name = scope === undefined ? `${env}/` : `${env}/${scope}`;
+    let keys = this.#keys.get(name);
+    if (keys === undefined) {
+      keys = call('etcd-keys', { prefix: this.prefix, env, scope });
+      this.#keys.set(name, keys);
+    }
+    return keys;
+  }
+
+  /**
+   * Runs `fn(op)` after every operation queued before it, with the operation's deadline (`store-deadline`;
+   * without a deadline of its own the answer depends on the budget alone and is asked once).
+   */
   #exclusive(fn, deadline) {
     const asked = monotonicNow();
     const run = this.#tail.then(() => {
-      const { remainingMs } = call('store-deadline', {
-        nowMs: asked,
-        startedMs: asked,
-        budgetMs: this.budgetMs,
-        deadlineMs: typeof deadline === 'number' && Number.isFinite(deadline) ? Math.max(0, Math.floor(deadline)) : null,
-      });
+      const bounded = typeof deadline === 'number' && Number.isFinite(deadline);
+      const ask = () =>
+        call('store-deadline', {
+          nowMs: asked,
+          startedMs: asked,
+          budgetMs: this.budgetMs,
+          deadlineMs: bounded ? Math.max(0, Math.floor(deadline)) : null,
+        }).remainingMs;
+      let remainingMs;
+      if (bounded) remainingMs = ask();
+      else remainingMs = this.#unboundedMs ??= ask();
       return fn({ started: asked, end: asked + remainingMs, attempts: 0, last: { index: 0, detail: '' } });
     });
     this.#tail = run.catch(() => {});
@@ -265,7 +301,7 @@ class EtcdStore extends CellStore {
   }
 
   async #transact({ env, scope }, decide, op) {
-    const keys = call('etcd-keys', { prefix: this.prefix, env, scope });
+    const keys = this.#keysOf(env, scope);
     const what = `the cell ${env}/${scope}`;
     const gets = keys.keys.map((k) => ({ request_range: { key: Buffer.from(k.key, 'utf8') } }));
     // The cell as this store last committed it, if it did: decided on without reading it first.
@@ -346,7 +382,7 @@ class EtcdStore extends CellStore {
   /** `read` with the decision `decide(cell, nowMs)`. */
   readWith({ env, scope }, decide, { deadline } = {}) {
     return this.#exclusive(async (op) => {
-      const keys = call('etcd-keys', { prefix: this.prefix, env, scope });
+      const keys = this.#keysOf(env, scope);
       const { files } = await this.#load(op, `the cell ${env}/${scope}`, keys);
       const answer = decide({ env, scope, files }, Date.now());
       if (Array.isArray(answer.changes) && answer.changes.length > 0) {
@@ -364,7 +400,7 @@ class EtcdStore extends CellStore {
    */
   list(env) {
     return this.#exclusive(async (op) => {
-      const range = call('etcd-keys', { prefix: this.prefix, env }).env;
+      const range = this.#keysOf(env).env;
       const got = await this.#attempt(op, `the list of ${env}`, (c, options) =>
         c.kv.range({ key: Buffer.from(range, 'utf8'), range_end: rangeEnd(range) }, options),
       );

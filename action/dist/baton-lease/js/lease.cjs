@@ -65,8 +65,7 @@ class HostLoop {
     const events = [];
     try {
       call(machine, monotonicNow());
-      for (let text = machine.pollAction(); text !== undefined; text = machine.pollAction()) {
-        const action = JSON.parse(text);
+      for (let action = machine.pollAction(); action !== undefined; action = machine.pollAction()) {
         if (action.type === 'store') stores.push(action);
         else events.push(action.event);
       }
@@ -109,7 +108,7 @@ class HostLoop {
         (answer) => ({ ok: answer }),
         (e) => ({ error: errorObject(e) }),
       )
-      .then((result) => this.step((m, now) => m.handleStoreResult(id, JSON.stringify(result), now)));
+      .then((result) => this.step((m, now) => m.handleStoreResult(id, result, now)));
   }
 
   /** Replaces the timer with one for `at` (monotonic ms), or none. */
