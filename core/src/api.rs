@@ -285,7 +285,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
                 r.random,
             )
         }),
-        "cell-steps" => run(op, input, crate::cell_steps::run),
+        "cell-steps" => run(op, input, |r| crate::cell_steps::run(r, invoke)),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }

@@ -43,7 +43,10 @@ pub struct StepsRequest {
 /// Runs the steps on one snapshot: `{changes, answers}`, `answers[i]` being step `i`'s answer without its
 /// `changes`, and `changes` the one change set that takes the loaded cell to where the last step left it
 /// (a file written and deleted again within the batch is not touched). The first refusal is the batch's.
-pub fn run(req: StepsRequest) -> Result<Value, CoreError> {
+///
+/// `invoke` decides one step (`crate::api::invoke`, passed in so this module does not depend on the one that
+/// dispatches to it).
+pub fn run(req: StepsRequest, invoke: impl Fn(&str, &str) -> Result<String, CoreError>) -> Result<Value, CoreError> {
     if req.steps.is_empty() {
         return Err(CoreError::internal("cell-steps needs at least one step"));
     }
@@ -75,7 +78,7 @@ pub fn run(req: StepsRequest) -> Result<Value, CoreError> {
         }
         request.insert("cell".into(), serde_json::to_value(&cell).unwrap_or(Value::Null));
         request.insert("nowMs".into(), json!(req.now_ms));
-        let text = crate::api::invoke(&step.op, &Value::Object(request).to_string())?;
+        let text = invoke(&step.op, &Value::Object(request).to_string())?;
         let mut answer: Map<String, Value> = serde_json::from_str(&text)
             .map_err(|e| CoreError::internal(format!("step `{}` answered invalid JSON: {e}", step.op)))?;
         let changes: Vec<Change> = match answer.remove("changes") {
@@ -117,7 +120,7 @@ mod tests {
 
     fn steps(cell: &Cell, steps: Value) -> Result<Value, CoreError> {
         let req = json!({ "cell": cell, "nowMs": NOW, "steps": steps });
-        run(serde_json::from_value(req).unwrap())
+        run(serde_json::from_value(req).unwrap(), crate::api::invoke)
     }
 
     fn cell() -> Cell {
