@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 56] = [
+pub const OPS: [&str; 55] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -75,7 +75,6 @@ pub const OPS: [&str; 56] = [
     "etcd-txn",
     "etcd-list",
     "etcd-retry",
-    "cell-steps",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -285,7 +284,6 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
                 r.random,
             )
         }),
-        "cell-steps" => run(op, input, |r| crate::cell_steps::run(r, invoke)),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }

@@ -16,7 +16,6 @@
 
 pub mod api;
 pub mod cell;
-pub mod cell_steps;
 pub mod claims;
 pub mod command_line;
 pub mod context;
