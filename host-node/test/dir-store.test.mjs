@@ -167,8 +167,9 @@ test('a stale mutex does not wedge the cell: dead pid, reused pid, or not ours a
 });
 
 test('a mutex left by a zombie (exited, never reaped) is broken at once', async (t) => {
-  // `true` exits; its parent `sleep` never waits for it, so it stays a zombie, pid and start time listed.
-  const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  // The background child exits after its parent has become `sleep`, which never waits for it, so it stays a
+  // zombie, pid and start time listed. (A child that exits at once may be reaped by `sh` before the exec.)
+  const parent = spawn('sh', ['-c', '(sleep 0.3; exit 0) & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
   t.after(() => parent.kill('SIGKILL'));
   const [line] = await once(parent.stdout, 'data');
   const pid = Number(String(line).trim());
