@@ -95,6 +95,15 @@ fn scope_in(baton: &str, home: &std::path::Path) {
     assert!(ok, "{baton} scope --branch x failed");
 }
 
+/// One per-call row: native, the component and Node (or why Node has no figure), as ratios to native.
+fn print_row(name: &str, native: f64, component: f64, node_us: Result<f64, &str>) {
+    print!("  {name:<18} native {native:>7.2} us   component {component:>7.2} us ({:>5.2}x)", component / native);
+    match node_us {
+        Ok(n) => println!("   node {n:>7.2} us ({:>5.2}x)", n / native),
+        Err(why) => println!("   node: {why}"),
+    }
+}
+
 fn main() {
     let node: Value =
         std::env::var("BATON_BENCH_NODE").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(Value::Null);
@@ -118,12 +127,7 @@ fn main() {
             // Text in, text out, like the native and Node paths (the request is already a Value here).
             std::hint::black_box(core.invoke_text(op, req).expect("decides"));
         });
-        let node_us = node[node_key].as_f64();
-        print!("  {name:<18} native {native:>7.2} us   component {component:>7.2} us ({:>5.2}x)", component / native);
-        match node_us {
-            Some(n) => println!("   node {n:>7.2} us ({:>5.2}x)", n / native),
-            None => println!("   node: not measured (run scripts/bench.sh)"),
-        }
+        print_row(name, native, component, node[node_key].as_f64().ok_or("not measured (run scripts/bench.sh)"));
     }
 
     // The typed interface (`locks.apply`): records in, records out, against the core's typed function.
@@ -148,15 +152,8 @@ fn main() {
     let component = per_call(7, CALLS, || {
         std::hint::black_box(core.lock_apply(&wit_cell, now, &wit_op).expect("calls").expect("decides"));
     });
-    print!(
-        "  {:<18} native {native:>7.2} us   component {component:>7.2} us ({:>5.2}x)",
-        "acquire, typed",
-        component / native
-    );
-    match node["acquireTypedUs"].as_f64() {
-        Some(n) => println!("   node {n:>7.2} us ({:>5.2}x)", n / native),
-        None => println!("   node: not measured"),
-    }
+    // The npm module has no typed lock call (its lease takes plain objects; its operations take JSON text).
+    print_row("acquire, typed", native, component, Err("not measured"));
 
     let baton = std::env::var("BATON_BIN").unwrap_or_else(|_| "target/release/baton".into());
     let tmp = std::env::temp_dir().join(format!("baton-bench-{}", std::process::id()));
