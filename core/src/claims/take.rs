@@ -88,6 +88,10 @@ fn decided(outcome: &str, changes: Vec<Change>, claim: &ClaimRecord) -> Value {
 /// `{changes: [], need: {type: "others"} | {type: "facts", cell: {env, scope}, request}}` when it needs the
 /// listing of the environment or a read of the claiming scope's cell (`claim-facts` with `request`) first;
 /// `OWNED_BY_OTHER_SCOPE` (with `owner`) when another scope owns the identity (the rule: [`super`]).
+///
+/// A host answers `facts` by reading them and then sending the take without `others`, so the listing that
+/// judges a claim stale is read after the claimer's cell: a listing read before could miss a pull request's
+/// inherited copy written in between, and the take would make a second owner.
 pub fn take(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError> {
     let mut answer = decide(cell, now, r)?;
     if r.dry_run {

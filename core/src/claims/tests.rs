@@ -59,11 +59,14 @@ fn take_on(
     others: &[OtherScope],
     facts: Option<ClaimFacts>,
 ) -> Result<Value, CoreError> {
-    for _ in 0..3 {
+    for _ in 0..4 {
         let answer = take(cell, NOW, &r)?;
         match answer["need"]["type"].as_str() {
             Some("others") => r.others = Some(others.to_vec()),
-            Some("facts") => r.facts = facts.clone(),
+            Some("facts") => {
+                r.facts = facts.clone();
+                r.others = None;
+            }
             _ => {
                 let changes: Vec<crate::cell::Change> = serde_json::from_value(answer["changes"].clone()).unwrap();
                 cell.apply(&changes);

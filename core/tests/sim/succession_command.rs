@@ -368,6 +368,10 @@ impl World<'_> {
                 self.c.claim_facts_read += 1;
                 let take = &mut self.runs[r].take;
                 take.facts = Some(facts);
+                // The listing a stale judgement relies on is read after the claimer's facts (the hosts'
+                // loops do the same): one read before them can miss a pull request's inherited copy
+                // written since (simulation seed 33496).
+                take.others = None;
                 take.need = Need::Take;
                 return self.advance(r);
             }

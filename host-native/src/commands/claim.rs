@@ -63,6 +63,9 @@ pub fn take(
                     req["nowMs"] = now.into();
                     core.invoke("claim-facts", &req)
                 })?;
+                // Listed again after the facts: a stale claim is judged on a listing at least as new as the
+                // claimer's cell (one read before could miss a pull request's inherited copy written since).
+                others = Value::Null;
             }
             _ => return Ok(answer),
         }

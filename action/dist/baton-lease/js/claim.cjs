@@ -46,6 +46,9 @@ async function takeClaim(store, run, resource, { dry = false, deadline, listed =
     else if (need?.type === 'facts') {
       const { changes: _changes, ...read } = await readCell(store, need.cell, 'claim-facts', need.request, { deadline });
       facts = read;
+      // Listed again after the facts: a stale claim is judged on a listing at least as new as the claimer's
+      // cell (one read before could miss a pull request's inherited copy written since).
+      others = null;
     } else return answer;
   }
   throw hostError('STORE_CONTENDED', `the ownership claim of ${resource.adapter} \`${resource.key}\` kept changing while it was read; try again`);
