@@ -257,9 +257,9 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "claim-facts" => run(op, input, |r: ClaimFactsRequest| {
             claims::facts(&r.cell, &r.resource, r.claim_epoch, r.pending.as_deref())
         }),
-        "claim-free" => {
-            run(op, input, |r: ClaimFreeRequest| claims::free(&r.cell, &r.env, &r.scope, r.epoch, &r.resource))
-        }
+        "claim-free" => run(op, input, |r: ClaimFreeRequest| {
+            claims::free(&r.cell, r.now_ms, &r.env, &r.scope, r.epoch, &r.resource)
+        }),
         "claim-move" => run(op, input, |r: ClaimMoveRequest| {
             claims::moved(&r.cell, r.now_ms, &r.env, &r.from, &r.to, &r.holder, r.epoch, &r.resource)
         }),
@@ -937,7 +937,6 @@ struct ClaimFactsRequest {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ClaimFreeRequest {
     cell: Cell,
-    #[allow(dead_code)]
     now_ms: UnixMs,
     env: String,
     scope: String,

@@ -518,7 +518,8 @@ fn succession_claim_of_an_older_epoch_stays() {
     let (env, scope) = claims::claim_cell("preview", &res.adapter, &res.provider, &res.key);
     let mut cell = Cell { env, scope, ..Cell::default() };
     let others = vec![OtherScope { scope: "pr-8".into(), text: None }, OtherScope { scope: "pr-9".into(), text: None }];
-    let request = |scope: &str, epoch: u64, facts: Option<ClaimFacts>| TakeRequest {
+    // Each take lists after the claim cell's generation it saw (here: the cell as it is).
+    let request = |scope: &str, epoch: u64, facts: Option<ClaimFacts>, listed_at: u64| TakeRequest {
         env: "preview".into(),
         scope: scope.into(),
         holder: format!("run-{scope}-{epoch}"),
@@ -526,20 +527,21 @@ fn succession_claim_of_an_older_epoch_stays() {
         resource: res.clone(),
         predecessor: None,
         others: Some(others.clone()),
+        listed_at: Some(listed_at),
         facts,
         dry_run: false,
     };
-    let taken = claims::take(&cell, 0, &request("pr-8", 2, None)).expect("the first claim");
+    let taken = claims::take(&cell, 0, &request("pr-8", 2, None, 0)).expect("the first claim");
     assert_eq!(taken["outcome"], "taken", "{taken}");
     let changes: Vec<Change> = serde_json::from_value(taken["changes"].clone()).expect("changes");
     cell.apply(&changes);
     // pr-8's cell as both takers read it: the lock at epoch 2, the intent of epoch 2 not landed yet.
     let facts = |claim_epoch| Some(ClaimFacts { scope: "pr-8".into(), claim_epoch, lock_epoch: Some(2), lists: false });
-    let zombie = claims::take(&cell, 0, &request("pr-8", 1, facts(2)));
+    let zombie = claims::take(&cell, 0, &request("pr-8", 1, facts(2), 1));
     let code = zombie.as_ref().map(|v| v["outcome"].to_string()).map_err(|e| e.code.as_str());
     assert_eq!(code, Err("LOCK_LOST"), "epoch 1 of pr-8 took back the claim of epoch 2");
     let claim = claims::read_claim(&cell).expect("claim").expect("a claim");
     assert_eq!((claim.scope.as_str(), claim.epoch), ("pr-8", 2));
-    let other = claims::take(&cell, 0, &request("pr-9", 1, facts(2)));
+    let other = claims::take(&cell, 0, &request("pr-9", 1, facts(2), 1));
     assert_eq!(other.map_err(|e| e.code.as_str()).err(), Some("OWNED_BY_OTHER_SCOPE"), "pr-9 took a live claim");
 }

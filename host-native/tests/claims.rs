@@ -7,16 +7,15 @@ mod common;
 use common::{TempDir, sh};
 use serde_json::{Value, json};
 
-/// The claim cells of the store: (scope in `claim.json`, identity).
+/// The claims of the store: (scope in `claim.json`, identity); a free record (`claim-free`) claims nothing.
 fn claims(t: &TempDir) -> Vec<(String, String)> {
     let dir = t.0.join("store").join("_claims");
     let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
         .map(|it| {
             it.filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("claim.json")).ok())
-                .map(|text| {
-                    let c: Value = serde_json::from_str(&text).unwrap();
-                    (c["scope"].as_str().unwrap().to_owned(), c["identity"].as_str().unwrap().to_owned())
-                })
+                .map(|text| serde_json::from_str::<Value>(&text).unwrap())
+                .filter(|c| c["free"] != true)
+                .map(|c| (c["scope"].as_str().unwrap().to_owned(), c["identity"].as_str().unwrap().to_owned()))
                 .collect()
         })
         .unwrap_or_default();

@@ -19,13 +19,14 @@ function freshDir() {
   return { root, store: openStore(`dir:${root}`) };
 }
 
-/** The claims of a dir store: [scope, identity], sorted. */
+/** The claims of a dir store: [scope, identity], sorted; a free record (`claim-free`) claims nothing. */
 function claims(root) {
   const dir = path.join(root, '_claims');
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .filter((c) => existsSync(path.join(dir, c, 'claim.json')))
     .map((c) => JSON.parse(readFileSync(path.join(dir, c, 'claim.json'), 'utf8')))
+    .filter((c) => c.free !== true)
     .map((c) => [c.scope, c.identity])
     .sort();
 }

@@ -40,7 +40,10 @@ mod record;
 mod status;
 mod take;
 
-pub use record::{CLAIM_FILE, CLAIM_VERSION, CLAIMS_ENV, ClaimRecord, claim_cell, read_claim};
+pub use record::{
+    CLAIM_FILE, CLAIM_VERSION, CLAIMS_ENV, ClaimRecord, ClaimState, FreeRecord, claim_cell, read_claim,
+    read_claim_state,
+};
 pub use status::{Conflict, conflicts};
 pub use take::{ClaimFacts, TakeRequest, facts, free, moved, take};
 

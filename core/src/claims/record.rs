@@ -10,8 +10,9 @@ use serde_json::{Map, Value};
 pub const CLAIMS_ENV: &str = "_claims";
 /// The file of a claim cell.
 pub use crate::cell::CLAIM_FILE;
-/// The claim format this baton writes.
-pub const CLAIM_VERSION: u64 = 1;
+/// The claim format this baton writes: 2 adds the cell's `generation` and the free record (version 1
+/// claims read as generation 0).
+pub const CLAIM_VERSION: u64 = 2;
 
 /// The claim cell of a resource identity in environment `env`: `(_claims, <32 hex>)`.
 pub fn claim_cell(env: &str, adapter: &str, provider: &Value, key: &str) -> (String, String) {
@@ -41,9 +42,72 @@ pub struct ClaimRecord {
     /// The stale claim this one replaced (`{scope, epoch}`), for the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taken_from: Option<Value>,
+    /// How many times the claim cell was written, this write included ([`ClaimState::generation`]).
+    #[serde(default)]
+    pub generation: u64,
     /// Fields this version does not know, kept.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// What `claim-free` leaves in the claim cell instead of deleting the claim: nobody claims the identity,
+/// and the cell's generation goes on counting (a take that listed the environment before a take and a
+/// free in between must see that something happened: [`super::take`]).
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FreeRecord {
+    /// [`CLAIM_VERSION`].
+    pub version: u64,
+    /// The environment of the resource.
+    pub environment: String,
+    /// The identity (`adapter|provider|key`).
+    pub identity: String,
+    /// Always `true`: what tells this record from a claim.
+    pub free: bool,
+    /// The claim it ended (`{scope, epoch}`).
+    pub freed_from: Value,
+    /// When (ISO-8601 UTC).
+    pub at: String,
+    /// How many times the claim cell was written, this write included.
+    pub generation: u64,
+}
+
+impl FreeRecord {
+    /// The change that stores it.
+    pub fn change(&self) -> Change {
+        Change::Write { file: CLAIM_FILE.into(), content: to_file_json(self) }
+    }
+}
+
+/// What a claim cell holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClaimState {
+    /// Nothing was ever claimed there.
+    Never,
+    /// A scope claims the identity.
+    Claimed(ClaimRecord),
+    /// A claim was freed.
+    Free(FreeRecord),
+}
+
+impl ClaimState {
+    /// The live claim, if any.
+    pub fn claim(&self) -> Option<&ClaimRecord> {
+        match self {
+            Self::Claimed(c) => Some(c),
+            Self::Never | Self::Free(_) => None,
+        }
+    }
+
+    /// How many times the cell was written (0: never, or only by a version 1 baton): every write of a claim
+    /// or a free record counts one more, so two reads that see the same generation saw no write between.
+    pub fn generation(&self) -> u64 {
+        match self {
+            Self::Never => 0,
+            Self::Claimed(c) => c.generation,
+            Self::Free(f) => f.generation,
+        }
+    }
 }
 
 impl ClaimRecord {
@@ -53,13 +117,19 @@ impl ClaimRecord {
     }
 }
 
-/// The claim of the cell, if any. An unreadable one is `RECEIPT_CORRUPT` (an ownership record baton never
-/// overwrites on a guess).
+/// The claim of the cell, if any (a free record is none). An unreadable one is `RECEIPT_CORRUPT` (an
+/// ownership record baton never overwrites on a guess).
 pub fn read_claim(cell: &Cell) -> Result<Option<ClaimRecord>, CoreError> {
+    Ok(read_claim_state(cell)?.claim().cloned())
+}
+
+/// What the claim cell holds: nothing, a claim or a free record. Unreadable: `RECEIPT_CORRUPT`; a version
+/// above [`CLAIM_VERSION`]: `RECEIPT_VERSION`.
+pub fn read_claim_state(cell: &Cell) -> Result<ClaimState, CoreError> {
     let Some(text) = cell.file(CLAIM_FILE) else {
-        return Ok(None);
+        return Ok(ClaimState::Never);
     };
-    let record: ClaimRecord = serde_json::from_str(text).map_err(|e| {
+    let corrupt = |e: String| {
         CoreError::new(
             ErrorCode::ReceiptCorrupt,
             format!(
@@ -69,15 +139,20 @@ pub fn read_claim(cell: &Cell) -> Result<Option<ClaimRecord>, CoreError> {
         )
         .with("environment", cell.env.clone())
         .with("scope", cell.scope.clone())
-    })?;
-    if record.version > CLAIM_VERSION {
+    };
+    let value: Value = serde_json::from_str(text).map_err(|e| corrupt(e.to_string()))?;
+    let version = value.get("version").and_then(Value::as_u64).unwrap_or(0);
+    if version > CLAIM_VERSION {
         return Err(CoreError::new(
             ErrorCode::ReceiptVersion,
             format!(
-                "The ownership claim {}/{}/{CLAIM_FILE} has version {}; this baton reads up to {CLAIM_VERSION}. Upgrade baton.",
-                cell.env, cell.scope, record.version
+                "The ownership claim {}/{}/{CLAIM_FILE} has version {version}; this baton reads up to {CLAIM_VERSION}. Upgrade baton.",
+                cell.env, cell.scope
             ),
         ));
     }
-    Ok(Some(record))
+    if value.get("free") == Some(&Value::Bool(true)) {
+        return serde_json::from_value(value).map(ClaimState::Free).map_err(|e| corrupt(e.to_string()));
+    }
+    serde_json::from_value(value).map(ClaimState::Claimed).map_err(|e| corrupt(e.to_string()))
 }

@@ -1,7 +1,7 @@
 //! The claim transactions: take (with its needs), the facts read from a claiming scope's cell, free and
 //! move. Each runs on the claim cell ([`super::claim_cell`]) except [`facts`], a read of the claimer's cell.
 
-use super::record::{CLAIM_FILE, CLAIM_VERSION, ClaimRecord, claim_cell, read_claim};
+use super::record::{CLAIM_VERSION, ClaimRecord, ClaimState, FreeRecord, claim_cell, read_claim_state};
 use crate::cell::{Cell, Change};
 use crate::error::{CoreError, ErrorCode};
 use crate::lock::parse_lock;
@@ -32,6 +32,10 @@ pub struct TakeRequest {
     /// The environment's scopes with their `latest.json`, once the host has listed them (a need).
     #[serde(default)]
     pub others: Option<Vec<OtherScope>>,
+    /// The claim cell's generation the `others` need named, the host listing after it: the listing is
+    /// used only while the claim cell is still at that generation (see [`take`]).
+    #[serde(default)]
+    pub listed_at: Option<u64>,
     /// The claiming scope's facts, once the host has read them (a need).
     #[serde(default)]
     pub facts: Option<ClaimFacts>,
@@ -89,9 +93,14 @@ fn decided(outcome: &str, changes: Vec<Change>, claim: &ClaimRecord) -> Value {
 /// listing of the environment or a read of the claiming scope's cell (`claim-facts` with `request`) first;
 /// `OWNED_BY_OTHER_SCOPE` (with `owner`) when another scope owns the identity (the rule: [`super`]).
 ///
-/// A host answers `facts` by reading them and then sending the take without `others`, so the listing that
-/// judges a claim stale is read after the claimer's cell: a listing read before could miss a pull request's
-/// inherited copy written in between, and the take would make a second owner.
+/// The listing must be newer than everything the decision relies on, or a pull request's inherited copy
+/// written in between is missed and the take makes a second owner (simulation seeds 33496 and 198062):
+/// - the `others` need names the claim cell's `generation`; the host lists, then asks again with
+///   `listedAt` set to it. A claim is written on a listing only while the cell is still at that generation
+///   (a take and a free in between, even ending where it started, moved it on), or on a listing the caller
+///   already had (`listedAt` absent) for a cell nothing was ever claimed in; a refusal may rest on any;
+/// - a host answers `facts` by reading them and then asking again without `others`, so the listing that
+///   judges a claim stale is read after the claimer's cell.
 pub fn take(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError> {
     let mut answer = decide(cell, now, r)?;
     if r.dry_run {
@@ -104,7 +113,9 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
     r.resource.validate()?;
     check_cell(cell, &r.env, &r.resource)?;
     let identity = r.resource.identity();
-    let claim = read_claim(cell)?;
+    let state = read_claim_state(cell)?;
+    let generation = state.generation();
+    let claim = state.claim().cloned();
     if let Some(c) = &claim
         && c.scope == r.scope
         && c.epoch == r.epoch
@@ -112,8 +123,18 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
     {
         return Ok(decided("held", Vec::new(), c));
     }
+    let ask_others = || need(json!({ "type": "others", "generation": generation }));
     let Some(others) = &r.others else {
-        return Ok(need(json!({ "type": "others" })));
+        return Ok(ask_others());
+    };
+    // A refusal may rest on any listing (a scope that listed it then may have let go since: asking again
+    // is the caller's choice); a claim is written only on a listing newer than the cell's last write.
+    let fresh = match r.listed_at {
+        Some(at) => at == generation,
+        None => state == ClaimState::Never,
+    };
+    let grant = |outcome: &str, record: ClaimRecord| {
+        if fresh { decided(outcome, vec![record.change()], &record) } else { ask_others() }
     };
     // While this scope lists it, a pull request's inherited copy of it is this scope's (handover pending).
     let own_lists = others.iter().find(|o| o.scope == r.scope).and_then(OtherScope::receipt);
@@ -146,6 +167,7 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
         holder: r.holder.clone(),
         at: format_iso(now),
         taken_from,
+        generation: generation + 1,
         extra: Map::new(),
     };
     let pred_lists = listers.iter().any(|s| Some(*s) == pred);
@@ -153,7 +175,7 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
         // The predecessor lists it and never claimed it (written before claims), or nobody does.
         let (outcome, record) =
             if pred_lists { ("inherited", mine(pred.map(|p| json!({ "scope": p })))) } else { ("taken", mine(None)) };
-        return Ok(decided(outcome, vec![record.change()], &record));
+        return Ok(grant(outcome, record));
     };
     if c.scope == r.scope {
         // Only asking, without a fence (`ledger check --change` outside a run): the scope's own claim is its own.
@@ -173,7 +195,7 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
             .with("claimEpoch", c.epoch));
         }
         let record = ClaimRecord { extra: c.extra.clone(), ..mine(None) };
-        return Ok(decided("restamped", vec![record.change()], &record));
+        return Ok(grant("restamped", record));
     }
     if Some(c.scope.as_str()) == pred && pred_lists {
         // The predecessor owns it and this pull request inherits it: the pull request, which is about to change
@@ -181,7 +203,7 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
         // branch lists it, it stays the branch's: rule 1 reads the pull request's inherited copy as the
         // branch's, and the branch's own later claim judges this one on the pull request's cell).
         let record = mine(Some(json!({ "scope": c.scope, "epoch": c.epoch })));
-        return Ok(decided("inherited", vec![record.change()], &record));
+        return Ok(grant("inherited", record));
     }
     // Rule 2/3: live or stale, judged on the claimer's own cell, read for this very claim.
     let facts = r.facts.as_ref().filter(|f| f.scope == c.scope && f.claim_epoch == c.epoch);
@@ -206,7 +228,7 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
         return Err(e);
     }
     let record = mine(Some(json!({ "scope": c.scope, "epoch": c.epoch })));
-    Ok(decided("taken", vec![record.change()], &record))
+    Ok(grant("taken", record))
 }
 
 /// `claim-facts`: read (no lock, nothing written) on the claiming scope's cell: `{scope, claimEpoch,
@@ -226,14 +248,26 @@ pub fn facts(cell: &Cell, res: &Resource, claim_epoch: u64, pending: Option<&str
     Ok(ClaimFacts { scope: cell.scope.clone(), claim_epoch, lock_epoch, lists })
 }
 
-/// `claim-free`: after `ledger-forget` landed, deletes the claim if it is `scope`'s at `epoch` or before.
-/// Answers `{changes, freed}`.
-pub fn free(cell: &Cell, env: &str, scope: &str, epoch: u64, res: &Resource) -> Result<Value, CoreError> {
+/// `claim-free`: after `ledger-forget` landed, replaces the claim with a free record if it is `scope`'s at
+/// `epoch` or before. Answers `{changes, freed}`.
+pub fn free(cell: &Cell, now: UnixMs, env: &str, scope: &str, epoch: u64, res: &Resource) -> Result<Value, CoreError> {
     res.validate()?;
     check_cell(cell, env, res)?;
-    let freed = read_claim(cell)?.is_some_and(|c| c.scope == scope && c.epoch <= epoch);
-    let changes = if freed { vec![Change::Delete { file: CLAIM_FILE.into() }] } else { Vec::new() };
-    Ok(json!({ "changes": changes, "freed": freed }))
+    let state = read_claim_state(cell)?;
+    let Some(c) = state.claim().filter(|c| c.scope == scope && c.epoch <= epoch) else {
+        return Ok(json!({ "changes": [], "freed": false }));
+    };
+    // A free record, not a delete: the generation goes on counting (see [`take`]).
+    let record = FreeRecord {
+        version: CLAIM_VERSION,
+        environment: env.to_owned(),
+        identity: res.identity(),
+        free: true,
+        freed_from: json!({ "scope": c.scope, "epoch": c.epoch }),
+        at: format_iso(now),
+        generation: state.generation() + 1,
+    };
+    Ok(json!({ "changes": [record.change()], "freed": true }))
 }
 
 /// `claim-move`: the handover gives `from`'s claim (or a missing one) to the successor `to` at `epoch`.
@@ -251,7 +285,8 @@ pub fn moved(
 ) -> Result<Value, CoreError> {
     res.validate()?;
     check_cell(cell, env, res)?;
-    let claim = read_claim(cell)?;
+    let state = read_claim_state(cell)?;
+    let claim = state.claim().cloned();
     if claim.as_ref().is_some_and(|c| c.scope == to) {
         // The successor claimed it already (it changed what it inherited).
         return Ok(json!({ "changes": [], "moved": true }));
@@ -268,6 +303,7 @@ pub fn moved(
         holder: holder.to_owned(),
         at: format_iso(now),
         taken_from: claim.map(|c| json!({ "scope": c.scope, "epoch": c.epoch })),
+        generation: state.generation() + 1,
         extra: Map::new(),
     };
     Ok(json!({ "changes": [record.change()], "moved": true }))

@@ -38,6 +38,12 @@ fn other(scope: &str, entries: &[(&str, &str, Option<&str>)]) -> OtherScope {
     OtherScope { scope: scope.into(), text: Some(receipt(scope, entries)) }
 }
 
+/// `r` as a host sends it right after listing: at the claim cell's generation now.
+fn listed(mut r: TakeRequest, cell: &Cell) -> TakeRequest {
+    r.listed_at = Some(read_claim_state(cell).unwrap().generation());
+    r
+}
+
 fn request(scope: &str, epoch: u64, key: &str, others: Option<Vec<OtherScope>>) -> TakeRequest {
     TakeRequest {
         env: "preview".into(),
@@ -47,6 +53,7 @@ fn request(scope: &str, epoch: u64, key: &str, others: Option<Vec<OtherScope>>) 
         resource: res(key),
         predecessor: None,
         others,
+        listed_at: None,
         facts: None,
         dry_run: false,
     }
@@ -59,13 +66,17 @@ fn take_on(
     others: &[OtherScope],
     facts: Option<ClaimFacts>,
 ) -> Result<Value, CoreError> {
-    for _ in 0..4 {
+    for _ in 0..5 {
         let answer = take(cell, NOW, &r)?;
         match answer["need"]["type"].as_str() {
-            Some("others") => r.others = Some(others.to_vec()),
+            Some("others") => {
+                r.others = Some(others.to_vec());
+                r.listed_at = answer["need"]["generation"].as_u64();
+            }
             Some("facts") => {
                 r.facts = facts.clone();
                 r.others = None;
+                r.listed_at = None;
             }
             _ => {
                 let changes: Vec<crate::cell::Change> = serde_json::from_value(answer["changes"].clone()).unwrap();
@@ -103,7 +114,7 @@ fn the_first_scope_takes_it_and_a_second_is_refused_naming_the_owner() {
 fn facts_for_another_claim_are_not_used() {
     let mut cell = claim_cell_of("k1");
     take_on(&mut cell, request("pr-11", 3, "k1", None), &[], None).unwrap();
-    let mut r = request("pr-12", 1, "k1", Some(vec![]));
+    let mut r = listed(request("pr-12", 1, "k1", Some(vec![])), &cell);
     r.facts = Some(ClaimFacts { scope: "pr-11".into(), claim_epoch: 2, lock_epoch: None, lists: false });
     let answer = take(&cell, NOW, &r).unwrap();
     assert_eq!(answer["need"]["type"], "facts");
@@ -172,7 +183,7 @@ fn a_pull_request_inherits_its_branch_and_the_handover_moves_the_claim() {
     // The facts the core asks for say whose copy not to count.
     let mut cell2 = claim_cell_of("k1");
     take_on(&mut cell2, r.clone(), &with_pr, None).unwrap();
-    let need = take(&cell2, NOW, &request("branch-x", 3, "k1", Some(with_pr.to_vec()))).unwrap();
+    let need = take(&cell2, NOW, &listed(request("branch-x", 3, "k1", Some(with_pr.to_vec())), &cell2)).unwrap();
     assert_eq!(need["need"]["request"]["pending"], "branch-x");
     // The handover: the claim is the PR's already, or moves from the branch to it.
     let a = moved(&cell2, NOW, "preview", "branch-x", "pr-7", "run-pr-7-1", 1, &res("k1")).unwrap();
@@ -201,7 +212,7 @@ fn the_branch_cannot_forget_and_recreate_what_its_pull_request_is_changing() {
     let mut r = request("pr-7", 1, "k1", None);
     r.predecessor = Some("branch-x".into());
     assert_eq!(take_on(&mut cell, r, &branch, None).unwrap()["outcome"], "inherited");
-    assert_eq!(free(&cell, "preview", "branch-x", 2, &res("k1")).unwrap()["freed"], false);
+    assert_eq!(free(&cell, NOW, "preview", "branch-x", 2, &res("k1")).unwrap()["freed"], false);
     let forgotten = [other("branch-x", &[]), other("pr-7", &[])];
     let live = ClaimFacts { scope: "pr-7".into(), claim_epoch: 1, lock_epoch: Some(1), lists: false };
     let e = take_on(&mut cell, request("branch-x", 2, "k1", None), &forgotten, Some(live)).unwrap_err();
@@ -241,10 +252,60 @@ fn a_half_done_handover_leaves_one_owner() {
 fn free_deletes_only_this_scopes_claim_at_or_before_its_epoch() {
     let mut cell = claim_cell_of("k1");
     take_on(&mut cell, request("pr-11", 3, "k1", None), &[], None).unwrap();
-    assert_eq!(free(&cell, "preview", "pr-12", 9, &res("k1")).unwrap()["freed"], false);
-    assert_eq!(free(&cell, "preview", "pr-11", 2, &res("k1")).unwrap()["freed"], false);
-    let a = free(&cell, "preview", "pr-11", 3, &res("k1")).unwrap();
-    assert_eq!(a["changes"], json!([{ "op": "delete", "file": "claim.json" }]));
+    assert_eq!(free(&cell, NOW, "preview", "pr-12", 9, &res("k1")).unwrap()["freed"], false);
+    assert_eq!(free(&cell, NOW, "preview", "pr-11", 2, &res("k1")).unwrap()["freed"], false);
+    let a = free(&cell, NOW, "preview", "pr-11", 3, &res("k1")).unwrap();
+    assert_eq!(a["freed"], true);
+    let changes: Vec<crate::cell::Change> = serde_json::from_value(a["changes"].clone()).unwrap();
+    cell.apply(&changes);
+    // A free record, not a delete: nobody claims it, and the cell's generation went on (take 1, free 2).
+    assert!(read_claim(&cell).unwrap().is_none());
+    let state = read_claim_state(&cell).unwrap();
+    assert!(matches!(&state, ClaimState::Free(f) if f.freed_from == json!({ "scope": "pr-11", "epoch": 3 })));
+    assert_eq!(state.generation(), 2);
+    // Freeing again changes nothing; the next take counts on.
+    assert_eq!(free(&cell, NOW, "preview", "pr-11", 3, &res("k1")).unwrap()["freed"], false);
+    take_on(&mut cell, request("pr-12", 1, "k1", None), &[], None).unwrap();
+    assert_eq!(read_claim(&cell).unwrap().unwrap().generation, 3);
+}
+
+/// Simulation seed 198062: pr-8 listed the environment (nobody listed k1), then the branch took k1's
+/// claim, its pull request inherited k1, the branch forgot k1 and freed the claim, and only then did
+/// pr-8's take land. The claim cell looks as it did when pr-8 listed (no claim), but its generation moved
+/// on: the old listing is not used, and the new one shows the pull request's copy.
+#[test]
+fn a_listing_older_than_the_claim_cells_last_write_is_read_again() {
+    let mut cell = claim_cell_of("k1");
+    let ask = take(&cell, NOW, &request("pr-8", 1, "k1", None)).unwrap();
+    assert_eq!(ask["need"], json!({ "type": "others", "generation": 0 }));
+    let stale = Some(vec![other("branch-x", &[])]);
+    // The branch's run takes the claim and, after forgetting k1, frees it.
+    take_on(&mut cell, request("branch-x", 2, "k1", None), &[], None).unwrap();
+    let a = free(&cell, NOW, "preview", "branch-x", 2, &res("k1")).unwrap();
+    cell.apply(&serde_json::from_value::<Vec<crate::cell::Change>>(a["changes"].clone()).unwrap());
+    let mut late = request("pr-8", 1, "k1", stale);
+    late.listed_at = Some(0);
+    assert_eq!(take(&cell, NOW, &late).unwrap()["need"], json!({ "type": "others", "generation": 2 }));
+    // Listed again: the pull request's inherited copy owns it.
+    let now = [other("branch-x", &[]), other("pr-7", &[("k1", "baton", Some("branch-x"))])];
+    let e = take_on(&mut cell, request("pr-8", 1, "k1", None), &now, None).unwrap_err();
+    assert_eq!((e.code, e.details["owner"].as_str()), (ErrorCode::OwnedByOtherScope, Some("pr-7")));
+}
+
+/// A listing the caller already had serves a cell nothing was ever claimed in (the common first create),
+/// and never one that was written since.
+#[test]
+fn a_listing_given_up_front_serves_only_a_never_claimed_cell() {
+    let mut cell = claim_cell_of("k1");
+    let a = take(&cell, NOW, &request("pr-1", 1, "k1", Some(vec![]))).unwrap();
+    assert_eq!(a["outcome"], "taken");
+    cell.apply(&serde_json::from_value::<Vec<crate::cell::Change>>(a["changes"].clone()).unwrap());
+    assert_eq!(read_claim(&cell).unwrap().unwrap().generation, 1);
+    // pr-1's claim is stale by its facts, but the listing given up front is older than that claim: no take.
+    let mut b = request("pr-2", 1, "k1", Some(vec![]));
+    b.facts = Some(ClaimFacts { scope: "pr-1".into(), claim_epoch: 1, lock_epoch: None, lists: false });
+    assert_eq!(take(&cell, NOW, &b).unwrap()["need"], json!({ "type": "others", "generation": 1 }));
+    assert_eq!(take(&cell, NOW, &listed(b, &cell)).unwrap()["outcome"], "taken");
 }
 
 #[test]
@@ -289,7 +350,7 @@ fn the_predecessor_recorded_by_run_begin_counts_when_the_host_names_none() {
 fn asking_without_a_fence_treats_the_scopes_own_claim_as_its_own() {
     let mut cell = claim_cell_of("k1");
     take_on(&mut cell, request("pr-1", 4, "k1", None), &[], None).unwrap();
-    let mut ask = request("pr-1", 0, "k1", Some(vec![other("pr-1", &[("k1", "baton", None)])]));
+    let mut ask = listed(request("pr-1", 0, "k1", Some(vec![other("pr-1", &[("k1", "baton", None)])])), &cell);
     ask.holder = String::new();
     ask.dry_run = true;
     assert_eq!(take(&cell, NOW, &ask).unwrap()["outcome"], "held");

@@ -39,7 +39,8 @@ pub(crate) enum Reply {
 pub(crate) enum Need {
     #[default]
     Take,
-    Others,
+    /// The listing, asked for at this generation of the claim cell.
+    Others(u64),
     /// The claimer's cell, the claim epoch, and whether the core asked to read it with this run's scope as
     /// `pending` (it lists the key itself).
     Facts(usize, u64, bool),
@@ -50,6 +51,8 @@ pub(crate) enum Need {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TakeState {
     pub(crate) others: Option<Vec<OtherScope>>,
+    /// The claim cell's generation the listing was asked for at.
+    pub(crate) listed_at: Option<u64>,
     pub(crate) facts: Option<ClaimFacts>,
     pub(crate) need: Need,
     pub(crate) takes: u8,
@@ -306,7 +309,7 @@ impl World<'_> {
                                     run.take.takes += 1;
                                     Op::Take(k)
                                 }
-                                Need::Others => Op::List,
+                                Need::Others(_) => Op::List,
                                 Need::Facts(scope, epoch, pending) => Op::Facts(k, scope, epoch, pending),
                             }
                         }
@@ -361,6 +364,10 @@ impl World<'_> {
                 self.c.claim_listings += 1;
                 let take = &mut self.runs[r].take;
                 take.others = Some(list);
+                take.listed_at = match take.need {
+                    Need::Others(generation) => Some(generation),
+                    _ => None,
+                };
                 take.need = Need::Take;
                 return self.advance(r);
             }
@@ -372,6 +379,7 @@ impl World<'_> {
                 // loops do the same): one read before them can miss a pull request's inherited copy
                 // written since (simulation seed 33496).
                 take.others = None;
+                take.listed_at = None;
                 take.need = Need::Take;
                 return self.advance(r);
             }
@@ -609,7 +617,7 @@ impl World<'_> {
             }
             Op::Free(k) => {
                 let c = CLAIM0 + usize::from(k);
-                let answer = claims::free(&self.cells[c], ENV, SCOPES[scope], sender.1, &resource(k))
+                let answer = claims::free(&self.cells[c], now_ms, ENV, SCOPES[scope], sender.1, &resource(k))
                     .map_err(|e| fail(self, e))?;
                 let freed = answer["freed"] == Value::Bool(true);
                 self.c.claims_freed += u64::from(freed);
@@ -629,11 +637,13 @@ impl World<'_> {
                     resource: resource(k),
                     predecessor: predecessor(scope).map(str::to_owned),
                     others: take.others,
+                    listed_at: take.listed_at,
                     facts: take.facts,
                     dry_run: false,
                 };
                 let answer = claims::take(&self.cells[c], now_ms, &request);
-                self.runs[r].take = TakeState { others: request.others, facts: request.facts, ..take };
+                self.runs[r].take =
+                    TakeState { others: request.others, listed_at: request.listed_at, facts: request.facts, ..take };
                 let answer = match answer {
                     Ok(a) => a,
                     Err(e) if e.code.as_str() == "OWNED_BY_OTHER_SCOPE" => {
@@ -657,7 +667,7 @@ impl World<'_> {
                 };
                 if let Some(need) = answer.get("need") {
                     let need = match need["type"].as_str() {
-                        Some("others") => Need::Others,
+                        Some("others") => Need::Others(need["generation"].as_u64().unwrap_or(0)),
                         Some("facts") => {
                             let owner = need["cell"]["scope"].as_str().unwrap_or_default();
                             let Some(s) = SCOPES.iter().position(|x| *x == owner) else {
@@ -668,7 +678,8 @@ impl World<'_> {
                         }
                         _ => return Err(self.fail(HOST, format!("run-{r}: claim-take needs {need}"))),
                     };
-                    let result = if need == Need::Others { "needs the listing" } else { "needs the claimer's facts" };
+                    let result =
+                        if matches!(need, Need::Others(_)) { "needs the listing" } else { "needs the claimer's facts" };
                     self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
                     return Ok(Ok(Reply::Need(need)));
                 }

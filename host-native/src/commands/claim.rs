@@ -40,11 +40,14 @@ pub fn take(
     let (env, scope) = cell_of(core, who.env, who.resource)?;
     let mut others = listed.map_or(Value::Null, |l| Value::Array(l.to_vec()));
     let mut facts = Value::Null;
+    // The claim cell's generation the listing was read after (`need.generation`, see `claims::take`).
+    let mut listed_at = Value::Null;
     for _ in 0..MAX_ROUNDS {
         let request = |cell: Value, now: i64| {
             json!({
                 "cell": cell, "nowMs": now, "env": who.env, "scope": who.scope, "holder": who.holder, "epoch": who.epoch,
-                "resource": who.resource, "predecessor": who.predecessor, "others": others, "facts": facts, "dryRun": dry,
+                "resource": who.resource, "predecessor": who.predecessor, "others": others, "listedAt": listed_at,
+                "facts": facts, "dryRun": dry,
             })
         };
         let answer = if dry {
@@ -54,7 +57,10 @@ pub fn take(
         };
         let need = &answer["need"];
         match need["type"].as_str() {
-            Some("others") => others = Value::Array(store.list(core, who.env)?),
+            Some("others") => {
+                others = Value::Array(store.list(core, who.env)?);
+                listed_at = need["generation"].clone();
+            }
             Some("facts") => {
                 let (e, s) = (need["cell"]["env"].as_str().unwrap_or_default(), need["cell"]["scope"].as_str());
                 let mut req = need["request"].clone();
@@ -66,6 +72,7 @@ pub fn take(
                 // Listed again after the facts: a stale claim is judged on a listing at least as new as the
                 // claimer's cell (one read before could miss a pull request's inherited copy written since).
                 others = Value::Null;
+                listed_at = Value::Null;
             }
             _ => return Ok(answer),
         }

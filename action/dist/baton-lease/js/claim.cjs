@@ -28,6 +28,8 @@ async function takeClaim(store, run, resource, { dry = false, deadline, listed =
   const cell = claimCell(run.env, resource);
   let others = listed;
   let facts = null;
+  // The claim cell's generation the listing was read after (`need.generation`, see the core's claims::take).
+  let listedAt = null;
   for (let round = 0; round < MAX_ROUNDS; round++) {
     const request = {
       env: run.env,
@@ -37,18 +39,22 @@ async function takeClaim(store, run, resource, { dry = false, deadline, listed =
       resource,
       predecessor: run.predecessor ?? null,
       others,
+      listedAt,
       facts,
       dryRun: dry,
     };
     const answer = dry ? await readCell(store, cell, 'claim-take', request, { deadline }) : await store.transact(cell, 'claim-take', request, { deadline });
     const need = answer.need;
-    if (need?.type === 'others') others = await store.list(run.env);
-    else if (need?.type === 'facts') {
+    if (need?.type === 'others') {
+      others = await store.list(run.env);
+      listedAt = need.generation;
+    } else if (need?.type === 'facts') {
       const { changes: _changes, ...read } = await readCell(store, need.cell, 'claim-facts', need.request, { deadline });
       facts = read;
       // Listed again after the facts: a stale claim is judged on a listing at least as new as the claimer's
       // cell (one read before could miss a pull request's inherited copy written since).
       others = null;
+      listedAt = null;
     } else return answer;
   }
   throw hostError('STORE_CONTENDED', `the ownership claim of ${resource.adapter} \`${resource.key}\` kept changing while it was read; try again`);
