@@ -290,6 +290,17 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
     }
 }
 
+/// [`crate::run::RunMachine::apply`] deciding with the core's operations: the changes of store or read
+/// action `id` on `cell` (the snapshot the host loaded) at wall-clock `now_ms`.
+pub fn run_apply(
+    machine: &mut crate::run::RunMachine,
+    id: u64,
+    cell: &Cell,
+    now_ms: UnixMs,
+) -> Result<Vec<crate::cell::Change>, CoreError> {
+    machine.apply(id, cell, now_ms, invoke)
+}
+
 /// Creates a lease machine from its JSON configuration (`LeaseConfig`); `USAGE` for bad timing, `INTERNAL`
 /// for JSON that does not parse.
 pub fn lease_new(config: &str) -> Result<crate::lease::LeaseMachine, CoreError> {

@@ -59,6 +59,16 @@ pub(super) enum Then {
     Hold,
 }
 
+/// A store or read action the host polled and has not reported yet: its cell and its decision.
+#[derive(Clone, Debug)]
+pub(super) struct InFlight {
+    pub(super) cell: CellRef,
+    pub(super) op: &'static str,
+    pub(super) request: Value,
+    /// The answer of the latest [`RunMachine::apply`], reported by [`RunMachine::handle_store_outcome`].
+    pub(super) answer: Option<Value>,
+}
+
 /// A cancel in progress.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Cancel {
@@ -94,6 +104,8 @@ pub struct RunMachine {
     pub(super) kill_at: Option<Mono>,
     /// The host's clock at the latest call: the run's own store steps get their deadline from it.
     pub(super) now: Mono,
+    /// Store and read actions polled and not reported yet (the typed loop, [`Self::apply`]).
+    pub(super) in_flight: BTreeMap<u64, InFlight>,
 }
 
 impl RunMachine {
@@ -122,6 +134,7 @@ impl RunMachine {
             term_at: None,
             kill_at: None,
             now: 0,
+            in_flight: BTreeMap::new(),
         })
     }
 
@@ -298,6 +311,7 @@ impl RunMachine {
     /// Reports the outcome of store or read request `id`. An id not in flight is `INTERNAL`.
     pub fn handle_store_result(&mut self, id: u64, result: StoreResult, now: Mono) -> Result<(), CoreError> {
         self.now = self.now.max(now);
+        self.in_flight.remove(&id);
         if let Some(lease_id) = self.lease_ids.remove(&id) {
             let result = match self.batch.take() {
                 Some((batch_id, batch)) if batch_id == id => self.unbatch(batch, result, now),
@@ -326,7 +340,9 @@ impl RunMachine {
     /// The next action, if any. Drain until `None` after every call.
     #[must_use]
     pub fn poll_action(&mut self) -> Option<RunAction> {
-        self.actions.pop_front()
+        let action = self.actions.pop_front()?;
+        self.track(&action);
+        Some(action)
     }
 
     /// When to call `handle_timeout` next, if ever. Changes after every call.

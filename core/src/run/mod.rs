@@ -5,7 +5,9 @@
 //! Method classes:
 //! - commands: [`RunMachine::start`], [`RunMachine::work_ended`], [`RunMachine::signal`],
 //!   [`RunMachine::finish`] and [`RunMachine::release`] (Node's manual mode);
-//! - inputs: [`RunMachine::handle_timeout`], [`RunMachine::handle_store_result`];
+//! - inputs: [`RunMachine::handle_timeout`], [`RunMachine::handle_store_result`] (the answer of a core
+//!   operation the host ran), or the typed pair [`RunMachine::apply`] + [`RunMachine::handle_store_outcome`]
+//!   (the machine decides, the host only loads and commits);
 //! - outputs: [`RunMachine::poll_action`] ([`RunAction`]s), [`RunMachine::poll_timeout`];
 //! - getters: [`RunMachine::holder`], [`RunMachine::fencing_token`], [`RunMachine::is_finished`].
 //!
@@ -33,6 +35,7 @@
 //! - the verdict is decided once, from the facts, in [`verdict`]'s order.
 
 mod action;
+mod apply;
 mod batch;
 mod config;
 pub mod json;

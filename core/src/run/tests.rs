@@ -20,6 +20,8 @@ struct World {
     hold: bool,
     work_running: bool,
     verdict: Option<Verdict>,
+    /// Carry out store and read actions through the typed loop (`apply`, `handle_store_outcome`).
+    typed: bool,
 }
 
 impl World {
@@ -32,7 +34,21 @@ impl World {
             hold: false,
             work_running: false,
             verdict: None,
+            typed: false,
         }
+    }
+
+    /// One store or read action through the typed loop: the machine decides on the snapshot, the store
+    /// commits what it returns.
+    fn transact_typed(&mut self, m: &mut RunMachine, id: u64, env: &str, scope: &str, write: bool) {
+        let wall = WALL0 + i64::try_from(self.now).unwrap();
+        let cell = self.cell(env, scope).clone();
+        let outcome = crate::api::run_apply(m, id, &cell, wall).map(|changes| {
+            if write {
+                self.cell(env, scope).apply(&changes);
+            }
+        });
+        m.handle_store_outcome(id, outcome, self.now).unwrap();
     }
 
     fn cell(&mut self, env: &str, scope: &str) -> &mut Cell {
@@ -92,6 +108,11 @@ impl World {
     fn carry_out(&mut self, m: &mut RunMachine, a: RunAction) {
         let (env, scope) = (m.env().to_owned(), m.scope().to_owned());
         match a {
+            RunAction::Store { id, cell, .. } if self.typed => {
+                let (e, s) = cell.map_or((env, scope), |c| (c.env, c.scope));
+                self.transact_typed(m, id, &e, &s, true);
+            }
+            RunAction::Read { id, cell, .. } if self.typed => self.transact_typed(m, id, &cell.env, &cell.scope, false),
             RunAction::Store { id, cell, op, request, .. } => {
                 let (e, s) = cell.map_or((env, scope), |c| (c.env, c.scope));
                 let r = self.transact(&e, &s, op, request, true);
@@ -410,40 +431,43 @@ fn a_destroy_with_leftovers_or_intents_fails_the_same_way_everywhere() {
 
 #[test]
 fn a_pull_request_inherits_and_takes_over_after_success() {
-    let mut w = World::new();
-    let mut b = started(&mut w, config("run", "branch-feat-x", json!({})));
-    record(&mut w, "branch-feat-x", "run-01234567", 1, "env:A", false);
-    w.end_work(&mut b, WorkEnd::Exited { code: 0 });
-    let mut w2 = World { cells: std::mem::take(&mut w.cells), ..World::new() };
-    let mut p = started(&mut w2, config("run", "pr-7", json!({})));
-    assert!(w2.log.iter().any(|a| matches!(a, RunAction::Read { cell, .. } if cell.scope == "branch-feat-x")));
-    assert!(
-        w2.log.iter().any(|a| matches!(a, RunAction::Warning { text } if text.starts_with("Inherited 1 resource")))
-    );
-    w2.end_work(&mut p, WorkEnd::Exited { code: 0 });
-    assert_eq!(
-        w2.ops(),
-        [
-            "lock-acquire",
-            "run-begin",
-            "run-finish",
-            "lock-acquire+handover",
-            "claim-move",
-            "lock-release",
-            "lock-release"
-        ]
-    );
-    let v = w2.verdict();
-    assert!(v.ok, "{v:?}");
-    assert_eq!(v.fields["handedOver"], 1);
-    // The claim of what was handed over names the pull request now.
-    let (env, scope) = crate::claims::claim_cell("preview", "vercel", &json!({}), "env:A");
-    let claim: Value = serde_json::from_str(&w2.file(&env, &scope, "claim.json").unwrap()).unwrap();
-    assert_eq!((claim["scope"].as_str(), claim["epoch"].as_u64()), (Some("pr-7"), Some(1)), "{claim}");
-    let branch = w2.receipt("preview", "branch-feat-x");
-    assert_eq!(branch["supersededBy"], "pr-7");
-    assert_eq!(branch["ledger"].as_array().map(Vec::len), Some(0));
-    assert_eq!(w2.file("preview", "branch-feat-x", "lock.json"), None, "the handover released its lock");
+    // The JSON loop (the host runs the named operation) and the typed one (the machine decides) alike.
+    for typed in [false, true] {
+        let mut w = World { typed, ..World::new() };
+        let mut b = started(&mut w, config("run", "branch-feat-x", json!({})));
+        record(&mut w, "branch-feat-x", "run-01234567", 1, "env:A", false);
+        w.end_work(&mut b, WorkEnd::Exited { code: 0 });
+        let mut w2 = World { cells: std::mem::take(&mut w.cells), typed, ..World::new() };
+        let mut p = started(&mut w2, config("run", "pr-7", json!({})));
+        assert!(w2.log.iter().any(|a| matches!(a, RunAction::Read { cell, .. } if cell.scope == "branch-feat-x")));
+        assert!(
+            w2.log.iter().any(|a| matches!(a, RunAction::Warning { text } if text.starts_with("Inherited 1 resource")))
+        );
+        w2.end_work(&mut p, WorkEnd::Exited { code: 0 });
+        assert_eq!(
+            w2.ops(),
+            [
+                "lock-acquire",
+                "run-begin",
+                "run-finish",
+                "lock-acquire+handover",
+                "claim-move",
+                "lock-release",
+                "lock-release"
+            ]
+        );
+        let v = w2.verdict();
+        assert!(v.ok, "{v:?}");
+        assert_eq!(v.fields["handedOver"], 1);
+        // The claim of what was handed over names the pull request now.
+        let (env, scope) = crate::claims::claim_cell("preview", "vercel", &json!({}), "env:A");
+        let claim: Value = serde_json::from_str(&w2.file(&env, &scope, "claim.json").unwrap()).unwrap();
+        assert_eq!((claim["scope"].as_str(), claim["epoch"].as_u64()), (Some("pr-7"), Some(1)), "{claim}");
+        let branch = w2.receipt("preview", "branch-feat-x");
+        assert_eq!(branch["supersededBy"], "pr-7");
+        assert_eq!(branch["ledger"].as_array().map(Vec::len), Some(0));
+        assert_eq!(w2.file("preview", "branch-feat-x", "lock.json"), None, "the handover released its lock");
+    }
 }
 
 #[test]
@@ -612,4 +636,21 @@ fn a_pull_request_reads_its_branch_under_its_lock_after_a_wait() {
     assert_eq!(w2.receipt("preview", "pr-7")["ledger"], json!([]), "nothing stale inherited");
     w2.end_work(&mut p, WorkEnd::Exited { code: 0 });
     assert!(w2.verdict().ok);
+}
+
+#[test]
+fn the_typed_loop_refuses_what_no_action_asked_for() {
+    let mut w = World { hold: true, typed: true, ..World::new() };
+    let mut m = started(&mut w, config("run", "branch-feat-x", json!({})));
+    let Some(RunAction::Store { id, .. }) = w.held.first().cloned() else { panic!("the grant is in flight") };
+    let own = w.cell("preview", "branch-feat-x").clone();
+    let other = w.cell("preview", "branch-other").clone();
+    let code = |r: Result<Vec<Change>, crate::CoreError>| r.map_err(|e| e.code.as_str()).err();
+    assert_eq!(code(crate::api::run_apply(&mut m, id + 100, &own, WALL0)), Some("INTERNAL"), "an id not in flight");
+    assert_eq!(code(crate::api::run_apply(&mut m, id, &other, WALL0)), Some("INTERNAL"), "another cell's snapshot");
+    // An outcome reported without its apply is an unknown outcome for the machine, never a landed write.
+    m.handle_store_outcome(id, Ok(()), w.now).unwrap();
+    w.pump(&mut m);
+    assert_eq!(w.file("preview", "branch-feat-x", "lock.json"), None);
+    assert!(!w.work_running, "no work without a grant");
 }
