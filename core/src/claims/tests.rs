@@ -363,6 +363,7 @@ fn an_intent_over_an_inherited_entry_keeps_where_it_came_from() {
     own.files.insert("lock.json".into(), lock.to_string());
     own.files.insert("latest.json".into(), receipt("pr-7", &[("k1", "baton", Some("branch-x"))]));
     let w = crate::ownership::intend(&own, "h", 1, NOW, &res("k1")).unwrap();
-    assert_eq!(w.receipt["ledger"][0]["createdBy"], "intent");
-    assert_eq!(w.receipt["ledger"][0]["inheritedFrom"], "branch-x");
+    let receipt = w.receipt_value();
+    assert_eq!(receipt["ledger"][0]["createdBy"], "intent");
+    assert_eq!(receipt["ledger"][0]["inheritedFrom"], "branch-x");
 }

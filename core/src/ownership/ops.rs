@@ -113,8 +113,9 @@ impl RunContext {
 pub struct Written {
     /// The changes to commit.
     pub changes: Vec<Change>,
-    /// The receipt as it will be stored.
-    pub receipt: Value,
+    /// The receipt as it will be stored (`null` when nothing is written), as JSON text written once from
+    /// the parsed receipt.
+    pub receipt: Box<serde_json::value::RawValue>,
     /// What to tell people.
     pub warnings: Vec<String>,
     /// Operation-specific facts.
@@ -123,8 +124,17 @@ pub struct Written {
 }
 
 fn written(receipt: &Receipt, warnings: Vec<String>, facts: Map<String, Value>) -> Result<Written, CoreError> {
-    let value = receipt.to_value();
-    Ok(Written { changes: receipt.changes_of(&value)?, receipt: value, warnings, facts })
+    let text = serde_json::to_string(receipt).map_err(|e| CoreError::internal(e.to_string()))?;
+    let receipt_json =
+        serde_json::value::RawValue::from_string(text).map_err(|e| CoreError::internal(e.to_string()))?;
+    Ok(Written { changes: receipt.changes()?, receipt: receipt_json, warnings, facts })
+}
+
+impl Written {
+    /// The receipt as a JSON value (`null` when nothing is written).
+    pub fn receipt_value(&self) -> Value {
+        serde_json::from_str(self.receipt.get()).unwrap_or(Value::Null)
+    }
 }
 
 /// A fresh receipt for run `run_id`, carrying the ledger, history and hash key of `previous`.
@@ -469,7 +479,9 @@ impl EntryOrIdentity {
 fn written_nothing(fact: &str) -> Result<Written, CoreError> {
     let mut facts = Map::new();
     facts.insert(fact.into(), json!(0));
-    Ok(Written { changes: Vec::new(), receipt: Value::Null, warnings: Vec::new(), facts })
+    let receipt =
+        serde_json::value::RawValue::from_string("null".to_owned()).map_err(|e| CoreError::internal(e.to_string()))?;
+    Ok(Written { changes: Vec::new(), receipt, warnings: Vec::new(), facts })
 }
 
 /// `destroy-plan`: what a destroy run deletes: owned entries and intents, newest first (intents are marked;

@@ -164,21 +164,63 @@ pub struct ResourceRef {
 
 /// The identity of a resource: `adapter | canonical JSON of provider | key`.
 pub fn identity(adapter: &str, provider: &Value, key: &str) -> String {
-    format!("{adapter}|{}|{key}", canonical_json(provider))
+    let mut out = String::with_capacity(adapter.len() + key.len() + 16);
+    out.push_str(adapter);
+    out.push('|');
+    write_canonical(&mut out, provider);
+    out.push('|');
+    out.push_str(key);
+    out
 }
 
 /// JSON with object keys sorted recursively and no whitespace.
 pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(&mut out, v);
+    out
+}
+
+/// [`canonical_json`] appended to `out`: one buffer, no text per node (identities are computed for every
+/// ledger entry of every receipt a decision reads).
+fn write_canonical(out: &mut String, v: &Value) {
     match v {
         Value::Object(m) => {
+            out.push('{');
             let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            let parts: Vec<String> =
-                keys.into_iter().map(|k| format!("{}:{}", Value::String(k.clone()), canonical_json(&m[k]))).collect();
-            format!("{{{}}}", parts.join(","))
+            keys.sort_unstable();
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(out, k);
+                out.push(':');
+                write_canonical(out, &m[k.as_str()]);
+            }
+            out.push('}');
         }
-        Value::Array(a) => format!("[{}]", a.iter().map(canonical_json).collect::<Vec<_>>().join(",")),
-        other => other.to_string(),
+        Value::Array(a) => {
+            out.push('[');
+            for (i, item) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(out, item);
+            }
+            out.push(']');
+        }
+        Value::String(s) => write_string(out, s),
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// `s` as a JSON string literal, as `serde_json` writes it.
+fn write_string(out: &mut String, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f) {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&Value::String(s.to_owned()).to_string());
     }
 }
 
@@ -212,6 +254,40 @@ mod tests {
             let Value::Object(m) = bad else { unreachable!() };
             assert!(LedgerEntry::from_map(m).is_err());
         }
+    }
+
+    /// The canonical form as it was first written (a string per node), to compare the one-buffer writer with.
+    fn canonical_reference(v: &Value) -> String {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                let parts: Vec<String> = keys
+                    .into_iter()
+                    .map(|k| format!("{}:{}", Value::String(k.clone()), canonical_reference(&m[k])))
+                    .collect();
+                format!("{{{}}}", parts.join(","))
+            }
+            Value::Array(a) => format!("[{}]", a.iter().map(canonical_reference).collect::<Vec<_>>().join(",")),
+            other => other.to_string(),
+        }
+    }
+
+    #[test]
+    fn the_canonical_writer_matches_the_reference() {
+        let values = [
+            json!({}),
+            json!({"team": "web", "a": [1, 2.5, null, true], "z": {"y": "x", "b": "\"q\" \\ \n \u{1} é 𝄞 \u{7f}"}}),
+            json!([{"b": 1, "a": 2}, "s", -3, 1e300]),
+            json!({"ключ": "значение", "": ""}),
+        ];
+        for v in values {
+            assert_eq!(canonical_json(&v), canonical_reference(&v), "{v}");
+        }
+        assert_eq!(
+            identity("a", &json!({"k": "v"}), "key"),
+            format!("a|{}|key", canonical_reference(&json!({"k": "v"})))
+        );
     }
 
     #[test]

@@ -48,27 +48,48 @@ impl Receipt {
 
     /// The receipt as JSON, `ledger` in its place.
     pub fn to_value(&self) -> Value {
-        let mut doc = self.doc.clone();
-        // Replaces the value in place when `ledger` was read (order kept), appends it otherwise.
-        doc.insert("ledger".into(), serde_json::to_value(&self.ledger).unwrap_or_default());
-        Value::Object(doc)
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// The changes that store this receipt: `<runId>.json` and `latest.json`, the same content.
     pub fn changes(&self) -> Result<Vec<Change>, CoreError> {
-        self.changes_of(&self.to_value())
+        self.changes_with(to_file_json(self))
     }
 
     /// [`Self::changes`] for `value`, this receipt's [`Self::to_value`] computed once by the caller.
     pub fn changes_of(&self, value: &Value) -> Result<Vec<Change>, CoreError> {
+        self.changes_with(to_file_json(value))
+    }
+
+    fn changes_with(&self, content: String) -> Result<Vec<Change>, CoreError> {
         let run_id = self.str("runId");
         validate_data_file(&format!("{run_id}.json"))
             .map_err(|_| CoreError::internal(format!("run id `{run_id}` cannot name a receipt file")))?;
-        let content = to_file_json(value);
         Ok(vec![
             Change::Write { file: format!("{run_id}.json"), content: content.clone() },
             Change::Write { file: LATEST_FILE.into(), content },
         ])
+    }
+}
+
+/// The receipt as stored: the fields in their order, `ledger` in its place (appended when the receipt had
+/// none), written straight from the parsed entries (no JSON tree in between: a ledger may hold 100,000).
+impl serde::Serialize for Receipt {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let has_ledger = self.doc.contains_key("ledger");
+        let mut map = s.serialize_map(Some(self.doc.len() + usize::from(!has_ledger)))?;
+        for (k, v) in &self.doc {
+            if k == "ledger" {
+                map.serialize_entry(k, &self.ledger)?;
+            } else {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        if !has_ledger {
+            map.serialize_entry("ledger", &self.ledger)?;
+        }
+        map.end()
     }
 }
 

@@ -545,35 +545,34 @@ impl World<'_> {
             (holder, epoch) = (l.holder, l.epoch);
         }
         let cell = &self.cells[scope];
-        let answer =
-            match op {
-                Op::Intend(k) => ownership::intend(cell, &holder, epoch, now_ms, &resource(*k))
-                    .map(|w| (w.changes, w.receipt, w.facts)),
-                Op::Record(k) => {
-                    let id = format!("id-{r}-{k}-{}", self.commits + 1);
-                    ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id, None)
-                        .map(|w| (w.changes, w.receipt, w.facts))
-                }
-                Op::Forget(k) => ownership::forget(cell, &holder, epoch, now_ms, &resource(*k))
-                    .map(|w| (w.changes, w.receipt, w.facts)),
-                Op::Check { key, change } => ownership::check(
-                    cell,
-                    Some((&holder, epoch)),
-                    now_ms,
-                    &resource(*key),
-                    *change,
-                    &self.runs[r].list,
-                    predecessor(scope),
-                )
-                .and_then(|mut v| {
-                    let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
-                        .map_err(|e| CoreError::internal(format!("check changes: {e}")))?;
-                    let receipt = v.get_mut("receipt").map(Value::take).unwrap_or(Value::Null);
-                    let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
-                    Ok((changes, receipt, facts))
-                }),
-                _ => return Err(self.fail(HOST, format!("run-{r}: the command does not send {name}"))),
-            };
+        let answer = match op {
+            Op::Intend(k) => ownership::intend(cell, &holder, epoch, now_ms, &resource(*k))
+                .map(|w| (w.changes.clone(), w.receipt_value(), w.facts)),
+            Op::Record(k) => {
+                let id = format!("id-{r}-{k}-{}", self.commits + 1);
+                ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id, None)
+                    .map(|w| (w.changes.clone(), w.receipt_value(), w.facts))
+            }
+            Op::Forget(k) => ownership::forget(cell, &holder, epoch, now_ms, &resource(*k))
+                .map(|w| (w.changes.clone(), w.receipt_value(), w.facts)),
+            Op::Check { key, change } => ownership::check(
+                cell,
+                Some((&holder, epoch)),
+                now_ms,
+                &resource(*key),
+                *change,
+                &self.runs[r].list,
+                predecessor(scope),
+            )
+            .and_then(|mut v| {
+                let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
+                    .map_err(|e| CoreError::internal(format!("check changes: {e}")))?;
+                let receipt = v.get_mut("receipt").map(Value::take).unwrap_or(Value::Null);
+                let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
+                Ok((changes, receipt, facts))
+            }),
+            _ => return Err(self.fail(HOST, format!("run-{r}: the command does not send {name}"))),
+        };
         let (changes, receipt, facts) = match answer {
             Ok(a) => a,
             Err(e) => {
