@@ -65,7 +65,7 @@ async function main() {
   const held = await acquireLease(store, options);
   lease = held;
   log(`acquired ${context.env}/${context.scope} as ${held.holder} (epoch ${held.epoch})`);
-  send({ type: 'acquired', env: context.env, scope: context.scope, holder: held.holder, epoch: held.epoch, store: store.exportSpec() });
+  send({ type: 'acquired', env: context.env, scope: context.scope, holder: held.holder, epoch: held.epoch, store: typeof store.exportSpec === 'function' ? store.exportSpec() : store.exportSpec });
   if (process.connected) process.disconnect();
   if (cancelled) return stop(0, 'cancelled while acquiring: releasing');
   held.signal.addEventListener('abort', () => {

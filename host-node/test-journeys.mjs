@@ -54,6 +54,11 @@ function transact(op, request) {
 }
 
 /** The host: the store (`env/scope` -> file -> content), the clock, and what it knows of the current run. */
+/** How a journey names a store action: its op, or for a `cell-steps` batch its steps' ops joined by `+`. */
+function nameOf(a) {
+  return a.op === 'cell-steps' ? (a.request?.steps ?? []).map((s) => s.op).join('+') : a.op;
+}
+
 class Host {
   constructor(Run) {
     this.Run = Run;
@@ -155,20 +160,21 @@ class Host {
     this.need();
     const hold = step.hold ?? [];
     const fail = step.fail ?? {};
-    const named = (a, n) => (typeof n === 'string' ? a.op === n : a.id === n);
+    const named = (a, n) => (typeof n === 'string' ? nameOf(a) === n : a.id === n);
     const results = [];
     for (;;) {
       const pos = this.pending.findIndex((a) => !hold.some((h) => named(a, h)));
       if (pos < 0) break;
       const [action] = this.pending.splice(pos, 1);
-      const failure = fail[action.op] ?? fail[String(action.id)];
+      const failure = fail[nameOf(action)] ?? fail[String(action.id)];
       let outcome;
       if (failure) outcome = { error: failure };
       else {
         const cell = action.cell ?? this.own;
         outcome = this.transaction(cell.env, cell.scope, action.op, action.request ?? {}, action.type === 'store');
       }
-      results.push(outcome.error ? { id: action.id, op: action.op, error: outcome.error.code } : { id: action.id, op: action.op });
+      const op = nameOf(action);
+      results.push(outcome.error ? { id: action.id, op, error: outcome.error.code } : { id: action.id, op });
       binding(() => this.run.handleStoreResult(action.id, JSON.stringify(outcome), this.now));
       this.drain(actions);
     }
@@ -200,7 +206,7 @@ class Host {
       assert.ok(!this.done, `an action after \`done\`${where}`);
       const running = this.work === 'running';
       if (a.type === 'store' || a.type === 'read') {
-        assert.ok(!(running && !a.cell && a.op === 'lock-release'), `the lock is released while the work may still run${where}`);
+        assert.ok(!(running && !a.cell && nameOf(a).split('+').includes('lock-release')), `the lock is released while the work may still run${where}`);
         this.pending.push(a);
       } else if (a.type === 'start-work') {
         assert.equal(this.work, 'idle', `the work is started twice${where}`);

@@ -271,6 +271,9 @@ impl Guest for Component {
     fn etcd_retry(request: String) -> Result<String, Error> {
         call("etcd-retry", request)
     }
+    fn cell_steps(request: String) -> Result<String, Error> {
+        call("cell-steps", request)
+    }
 }
 
 export!(Component);

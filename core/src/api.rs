@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
-pub const OPS: [&str; 55] = [
+pub const OPS: [&str; 56] = [
     "scope-for",
     "store-spec",
     "cell-path",
@@ -75,6 +75,7 @@ pub const OPS: [&str; 55] = [
     "etcd-txn",
     "etcd-list",
     "etcd-retry",
+    "cell-steps",
 ];
 
 /// Runs operation `op` on the JSON request `input` and returns the JSON answer.
@@ -284,6 +285,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
                 r.random,
             )
         }),
+        "cell-steps" => run(op, input, |r| crate::cell_steps::run(r, invoke)),
         other => Err(CoreError::internal(format!("unknown operation `{other}`; known: {}", OPS.join(", ")))),
     }
 }

@@ -102,7 +102,10 @@ fn cell_changes(dir: &str, changes: &[Value]) -> Result<Vec<(String, Option<Stri
 
 /// The commit message of a change set and what it is, for messages: `receipt <env>/<scope> <runId>
 /// (<status>)` ("a receipt"), `unlock <env>/<scope> <holder>` ("the unlock"), `renew ...` ("the
-/// renewal"), `lock <env>/<scope> <holder> (epoch <n>)` ("the lock"), else `update <env>/<scope>`.
+/// renewal"), `lock <env>/<scope> <holder> (epoch <n>)` ("the lock"), else `update <env>/<scope>`. A
+/// batch (`cell-steps`) that writes a receipt with a grant or a release says both: `lock <env>/<scope>
+/// <holder> (epoch <n>), receipt <runId> (<status>)` and `receipt <env>/<scope> <runId> (<status>), unlock
+/// <holder>` ("a receipt").
 pub fn describe(env: &str, scope: &str, changes: &[Value], old_lock: Option<&str>) -> (String, &'static str) {
     let parse = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or(Value::Null);
     let find = |file: &str| changes.iter().find(|c| c["file"] == file);
@@ -110,7 +113,16 @@ pub fn describe(env: &str, scope: &str, changes: &[Value], old_lock: Option<&str
     if let Some(latest) = find("latest.json").filter(|c| c["op"] == "write") {
         let r = parse(latest["content"].as_str());
         let (run, status) = (r["runId"].as_str().unwrap_or("?"), r["status"].as_str().unwrap_or("?"));
-        return (format!("receipt {env}/{scope} {run} ({status})"), "a receipt");
+        let lock = find("lock.json").map(|_| describe(env, scope, &changes_without_receipt(changes), old_lock).0);
+        let subject = match lock {
+            Some(lock) if lock.starts_with("lock ") => format!("{lock}, receipt {run} ({status})"),
+            Some(unlock) if unlock.starts_with("unlock ") => {
+                let holder = old["holder"].as_str().unwrap_or("?");
+                format!("receipt {env}/{scope} {run} ({status}), unlock {holder}")
+            }
+            _ => format!("receipt {env}/{scope} {run} ({status})"),
+        };
+        return (subject, "a receipt");
     }
     match find("lock.json") {
         Some(c) if c["op"] == "delete" => {
@@ -127,6 +139,11 @@ pub fn describe(env: &str, scope: &str, changes: &[Value], old_lock: Option<&str
         }
         None => (format!("update {env}/{scope}"), "the change"),
     }
+}
+
+/// `changes` without the receipt files (what is left of a batch for [`describe`]'s lock part).
+fn changes_without_receipt(changes: &[Value]) -> Vec<Value> {
+    changes.iter().filter(|c| c["file"] == "lock.json").cloned().collect()
 }
 
 /// Parses the output of `git cat-file --batch` for `count` requests: one entry per request, the blob's
@@ -179,6 +196,18 @@ mod tests {
         let del = [json!({"op": "delete", "file": "lock.json"})];
         let c = commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &del, Some("{\"holder\":\"h\"}"), &[]).unwrap();
         assert_eq!(c["message"], "unlock preview/pr-1 h");
+        // A batch says both what it locked or unlocked and which receipt it wrote.
+        let receipt = |status: &str| json!({"op": "write", "file": "latest.json", "content": format!("{{\"runId\":\"r\",\"status\":\"{status}\"}}")});
+        let opened = [changes[0].clone(), receipt("failed")];
+        let c = commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &opened, None, &[]).unwrap();
+        assert_eq!(c["message"], "lock preview/pr-1 h (epoch 1), receipt r (failed)");
+        let closed = [receipt("complete"), del[0].clone()];
+        let c =
+            commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &closed, Some("{\"holder\":\"h\"}"), &[]).unwrap();
+        assert_eq!(
+            (c["message"].as_str(), c["what"].as_str()),
+            (Some("receipt preview/pr-1 r (complete), unlock h"), Some("a receipt"))
+        );
         let s = c["stream"].as_str().unwrap();
         assert!(s.contains("from ab12\n") && s.contains("D preview/pr-1/lock.json\n") && !s.contains("mark :1"), "{s}");
         // Byte lengths, not characters.

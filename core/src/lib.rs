@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod cell;
+pub mod cell_steps;
 pub mod claims;
 pub mod command_line;
 pub mod context;

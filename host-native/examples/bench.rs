@@ -4,6 +4,9 @@
 //! the wasm and passes the Node figures in `BATON_BENCH_NODE`, a JSON object from host-node/bench/bench.mjs).
 //! `BATON_BENCH_BEFORE=<another baton binary>` adds that build's cold start, measured in the same run.
 
+#[path = "bench_common/figures.rs"]
+mod figures;
+
 use baton_native::engine::CoreComponent;
 use baton_native::store::DirStore;
 use serde_json::{Value, json};
@@ -247,6 +250,24 @@ fn main() {
         in_process / 1000.0 / flock,
         cli / flock
     );
+    figures::record("dir store", "lease cycle, CLI (3 processes)", cli, "ms", "flock(1)", flock, None);
+    figures::record("dir store", "lease cycle, native in-process", in_process / 1000.0, "ms", "flock(1)", flock, None);
+    if let Some(cycle) = node["leaseCycleMs"].as_f64() {
+        let native = in_process / 1000.0;
+        println!(
+            "  node in-process cycle {cycle:.3} ms vs native in-process {native:.3} ms: {:.2}x (target 1.3x)",
+            cycle / native
+        );
+        figures::record(
+            "dir store",
+            "lease cycle, node in-process",
+            cycle,
+            "ms",
+            "native in-process",
+            native,
+            Some(1.3),
+        );
+    }
     if let (Some(cycle), Some(plf)) = (node["leaseCycleMs"].as_f64(), node["properLockfileMs"].as_f64()) {
         println!(
             "  node in-process cycle {cycle:.3} ms vs proper-lockfile lock/unlock {plf:.3} ms: {:.2}x",

@@ -7,6 +7,9 @@
 //! `bash scripts/bench.sh` runs it; alone: `cargo build --release -p baton-native --bin baton --example
 //! bench_etcd && BATON_BIN=target/release/baton target/release/examples/bench_etcd`.
 
+#[path = "bench_common/figures.rs"]
+mod figures;
+
 use baton_native::commands::open_store;
 use baton_native::engine::CoreComponent;
 use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
@@ -258,6 +261,9 @@ fn main() {
         cli / etcdctl_lock
     );
 
+    let raw3 = "3 raw etcd transactions";
+    figures::record("etcd store", "lease cycle, in-process", in_process, "ms", raw3, floor, Some(1.2));
+    figures::record("etcd store", "lease cycle, CLI (3 processes)", cli, "ms", raw3, floor, None);
     drop(store);
     let _ = etcd.kill();
     let _ = etcd.wait();

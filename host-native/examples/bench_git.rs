@@ -6,6 +6,9 @@
 //! `bash scripts/bench.sh` runs it; alone: `cargo build --release -p baton-native --bin baton --example
 //! bench_git && BATON_BIN=target/release/baton target/release/examples/bench_git`.
 
+#[path = "bench_common/figures.rs"]
+mod figures;
+
 use baton_native::commands::open_store;
 use baton_native::engine::CoreComponent;
 use serde_json::{Value, json};
@@ -107,6 +110,7 @@ fn main() {
             push();
         }
     });
+    let one_push = median_ms(CYCLES, push);
 
     // The lease cycle through the CLI: three processes.
     let store_args = ["--store", spec.as_str(), "--scope", "pr-1"];
@@ -156,6 +160,9 @@ fn main() {
     println!("  native in-process (GitStore, one working clone)         {in_process:>8.2} ms per cycle");
     println!("  3 raw round trips (commit + git push each)               {floor:>8.2} ms");
     println!("  ratio CLI / raw pushes: {:.2}x   in-process / raw pushes: {:.2}x", cli / floor, in_process / floor);
+    let raw3 = "3 raw commit-and-push round trips";
+    figures::record("git store", "lease cycle, in-process", in_process, "ms", raw3, floor, Some(1.0));
+    figures::record("git store", "lease cycle, CLI (3 processes)", cli, "ms", raw3, floor, None);
 
     // Scopes in parallel: one ref per cell, so different scopes should not contend.
     let one_run = |scope: &str| {
@@ -166,6 +173,13 @@ fn main() {
         one_run(&format!("pr-{}", 100 + k)); // create the refs, so every round measures the same work
     }
     let one = median_ms(ROUNDS, || one_run("pr-10"));
+    // What a run costs in round trips: `baton run -- true` (grant + checkpoint, final receipt + release).
+    let run_true = median_ms(CYCLES, || one_run("pr-10"));
+    println!("`baton run -- true` on the git store (median of {CYCLES})");
+    println!("  baton run -- true          {run_true:>8.2} ms");
+    println!("  1 raw commit-and-push      {one_push:>8.2} ms");
+    println!("  ratio: {:.2}x (target 2.2x: two pushes, one fetch, the process)", run_true / one_push);
+    figures::record("git store", "baton run -- true", run_true, "ms", "1 raw commit-and-push", one_push, Some(2.2));
     let many = median_ms(ROUNDS, || {
         let children: Vec<_> =
             (0..PARALLEL).map(|k| spawn_run(&bin, &cwd, &spec, &format!("pr-{}", 100 + k))).collect();
@@ -181,6 +195,7 @@ fn main() {
         many / one,
         (PARALLEL as f64 / many) / (1.0 / one)
     );
+    figures::record("git store", "8 scopes in parallel, wall", many, "ms", "1 run", one, None);
 
     drop(store);
     let _ = std::fs::remove_dir_all(&tmp);

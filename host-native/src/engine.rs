@@ -178,6 +178,7 @@ impl CoreComponent {
             "etcd-txn" => d.call_etcd_txn(s, &req),
             "etcd-list" => d.call_etcd_list(s, &req),
             "etcd-retry" => d.call_etcd_retry(s, &req),
+            "cell-steps" => d.call_cell_steps(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
             }

@@ -64,9 +64,14 @@ fn a_runner_cancellation_frees_the_lock_and_records_cancelled_within_ten_seconds
             signal(-baton, libc::SIGKILL);
             break child.wait().unwrap();
         }
-        // The lock is never released while the command may still run.
+        // The lock is never released while the command may still run: a read counts when the command was
+        // alive before it and still is after it (the status read is a process of its own, tens of ms; the
+        // command may be killed and reaped, and the lock released at once after, while it runs).
         if alive(cmd_pid) {
-            lock_seen_while_cmd_alive.push(!lock_of(&t, "pr-9").is_null());
+            let held = !lock_of(&t, "pr-9").is_null();
+            if alive(cmd_pid) {
+                lock_seen_while_cmd_alive.push(held);
+            }
         }
         std::thread::sleep(Duration::from_millis(50));
     };

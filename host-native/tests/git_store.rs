@@ -147,11 +147,13 @@ fn eight_scopes_written_at_once() {
         assert_eq!(out.status.code(), Some(0), "s{i}: {stderr}");
         assert_eq!(envelope(&out)["warnings"], json!([]), "s{i}");
         let log = g.log(&format!("preview/s{i}"));
+        // The grant with the checkpoint, the command's fenced record, the final receipt with the release.
+        assert_eq!(log.len(), 4, "{log:?}");
         assert_eq!(log[0], format!("Start receipts for preview/s{i}"), "{log:?}");
-        assert!(log[1].starts_with(&format!("lock preview/s{i} run-")), "{log:?}");
-        assert!(log.last().unwrap().starts_with(&format!("unlock preview/s{i} run-")), "{log:?}");
-        let middle = &log[2..log.len() - 1];
-        assert!(middle.len() >= 2 && middle.iter().all(|s| s.starts_with("receipt ")), "{log:?}");
+        assert!(log[1].starts_with(&format!("lock preview/s{i} run-")) && log[1].ends_with("(failed)"), "{log:?}");
+        assert!(log[2].starts_with(&format!("receipt preview/s{i} run-")), "{log:?}");
+        assert!(log[3].starts_with(&format!("receipt preview/s{i} run-")), "{log:?}");
+        assert!(log[3].contains("(complete), unlock run-"), "{log:?}");
         assert_eq!(g.receipt("preview", &format!("s{i}"))["ledger"][0]["key"], format!("k{i}"));
     }
 }
@@ -347,7 +349,7 @@ fn over_git_daemon() {
 #[test]
 fn a_run_whose_final_receipt_is_rejected_fails_and_keeps_it() {
     let g = GitTemp::new("final-rejected");
-    g.refuse_subjects("(complete)$", "no final receipts today");
+    g.refuse_subjects("(complete)", "no final receipts today");
     let (code, env) = g.json(&["run", "--scope", "pr-1", "--", "true"]);
     assert_eq!((code, env["error"]["code"].as_str()), (1, Some("STORE_REJECTED")), "{env}");
     let kept = env["error"]["keptAt"].as_str().unwrap();

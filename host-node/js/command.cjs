@@ -31,6 +31,9 @@ const USAGE = `Usage: baton-lease <run|destroy|gc> [FLAGS] [-- CMD]
 anything, 3 lock held or lost; \`run\` exits with CMD's code.
 `;
 
+/** `BATON_STORE` for the command: a method of the dir and git stores, a property of the etcd store. */
+const exportSpecOf = (store) => (typeof store.exportSpec === 'function' ? store.exportSpec() : store.exportSpec);
+
 const note = (text) => process.stderr.write(`baton: ${text}\n`);
 
 /** The core's reading of the command line of `command` (throws USAGE). */
@@ -62,7 +65,7 @@ function drive(store, config, work) {
     const loop = new RunLoop(store, config, {
       startWork: (action) => {
         note(`running \`${work.shown}\` under ${action.label} (epoch ${action.epoch})`);
-        const started = { cmd: work.cmd, json: work.json, storeSpec: store.exportSpec(), env: action.env, deleteList: action.delete };
+        const started = { cmd: work.cmd, json: work.json, storeSpec: exportSpecOf(store), env: action.env, deleteList: action.delete };
         running = startWork(started, (end) => {
           running = null;
           loop.command((r, now) => r.workEnded(JSON.stringify(end), now));

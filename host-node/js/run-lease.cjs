@@ -53,7 +53,8 @@ class RunLease extends FencedRun {
       lease: (event) => this.#onLease(event),
       finished: (outcome) => this.#finished(outcome),
       answer: (answer) => {
-        if (answer && answer.receipt) this.receipt = answer.receipt;
+        // A batch (`cell-steps`) answers each of its steps: the receipt is the last one written.
+        for (const a of answer?.answers ?? [answer]) if (a && a.receipt) this.receipt = a.receipt;
       },
       refused: (error) => {
         if (error.code === 'LOCK_LOST') this[stop](fromErrorJson(error));

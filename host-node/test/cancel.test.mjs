@@ -40,7 +40,7 @@ const store = {
   list: (env) => dir.list(env),
   read: (cell, op, request) => dir.read(cell, op, request),
   async transact(cell, op, request) {
-    out({ ev: 'op', op, scope: cell.scope, t: performance.now() });
+    out({ ev: 'op', op: op === 'cell-steps' ? request.steps.map((s) => s.op).join('+') : op, scope: cell.scope, t: performance.now() });
     return dir.transact(cell, op, request);
   },
 };
@@ -124,8 +124,9 @@ test("a runner's cancellation of a callback that ignores the abort: lock free an
   // The abort came first; nothing was written or released before the callback was given up (the grace).
   const sigint = log.find((l) => l.ev === 'sigint');
   assert.deepEqual(log.find((l) => l.ev === 'abort'), { ev: 'abort', scope: 'pr-1', code: 'INTERRUPTED' });
-  const late = log.filter((l) => l.ev === 'op' && (l.op === 'run-finish' || l.op === 'lock-release'));
-  assert.deepEqual(late.map((l) => l.op), ['run-finish', 'lock-release'], detail);
+  // After the signal: the final receipt and the release, one transaction (`cell-steps`).
+  const late = log.filter((l) => l.ev === 'op' && l.t > sigint.t);
+  assert.deepEqual(late.map((l) => l.op), ['run-finish+lock-release'], detail);
   for (const op of late) assert.ok(op.t >= sigint.t + GRACE_MS - 2, `${op.op} ${(op.t - sigint.t).toFixed(0)} ms after SIGINT, before the grace ended`);
   assert.ok(freeAt - sigintAt >= GRACE_MS - 100, `the lock was free ${(freeAt - sigintAt).toFixed(0)} ms after SIGINT: during the grace`);
   const rejected = log.find((l) => l.ev === 'rejected');

@@ -214,7 +214,8 @@ test('the succession journey on a git store: a branch run, the PR inherits and t
   ]);
   assert.ok(show('preview/branch-feat-search', `preview/branch-feat-search/${branchHolder}.json`), 'the run file is written too');
   assert.equal(show('preview/branch-feat-search', 'preview/branch-feat-search/lock.json'), null, 'released');
-  assert.match(run('log', '-1', '--format=%s', `${PREFIX}/preview/branch-feat-search`), /^unlock preview\/branch-feat-search run-/);
+  // The final receipt and the release are one commit.
+  assert.match(run('log', '-1', '--format=%s', `${PREFIX}/preview/branch-feat-search`), /^receipt preview\/branch-feat-search run-\S+ \(complete\), unlock run-/);
   assert.ok(
     run('log', '--format=%s', `${PREFIX}/preview/branch-feat-search`).includes(`receipt preview/branch-feat-search ${branchHolder} (complete)`),
   );

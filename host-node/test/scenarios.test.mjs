@@ -202,8 +202,8 @@ test('the runner drives the lease machine and fails on a mismatch', () => {
 test('the journey runner fails on a mismatch, a wrong error and a malformed step', () => {
   const config = { job: 'run', context: { env: 'preview', scope: 'main', branch: 'main' }, random: '0123456789abcdef0123456789abcdef0123456789' };
   const journey = (...steps) => ({ name: 'self-test', journey: [{ do: 'create', config, expect: { holder: 'run-01234567' } }, ...steps] });
-  const started = { do: 'start', expect: { actions: [{ type: 'note' }, { type: 'store', id: 1, op: 'lock-acquire' }], timeout: null } };
-  assert.equal(runJourney(journey(started, { do: 'store', expect: { actions: [{}, {}, {}] } }, { do: 'work-ended', end: { kind: 'exited', code: 0 }, expect: {} }, { do: 'store', expect: {} }), match).length, 5);
+  const started = { do: 'start', expect: { actions: [{ type: 'note' }, { type: 'store', id: 1, op: 'cell-steps' }], timeout: null } };
+  assert.equal(runJourney(journey(started, { do: 'store', expect: { actions: [{}, {}] } }, { do: 'work-ended', end: { kind: 'exited', code: 0 }, expect: {} }, { do: 'store', expect: {} }), match).length, 5);
   assert.throws(() => runJourney(journey({ do: 'start', expect: { actions: [] } }), match), /array length/);
   assert.throws(() => runJourney(journey(started, { do: 'store', expectError: 'LOCK_HELD' }), match), /expected LOCK_HELD/);
   assert.throws(() => runJourney(journey({ do: 'fly', expect: {} }), match), /`do` must be one of/);
@@ -215,6 +215,7 @@ test('the journey runner catches a machine that breaks the guarantees', () => {
   const done = { type: 'done', verdict: { exit: 0, ok: true, fields: {} } };
   const cases = [
     [[work, { type: 'store', id: 1, op: 'lock-release', request: {} }], /the lock is released while the work may still run/],
+    [[work, { type: 'store', id: 1, op: 'cell-steps', request: { steps: [{ op: 'run-finish' }, { op: 'lock-release' }] } }], /the lock is released while the work may still run/],
     [[{ type: 'signal', signal: 'kill' }], /a signal for work that is not running/],
     [[work, done], /the run is done while the work may still run/],
     [[done, { type: 'note', text: 'late' }], /an action after `done`/],

@@ -90,6 +90,39 @@ fn empty_object() -> Value {
 }
 
 impl LedgerEntry {
+    /// Reads an entry from its JSON object exactly as the derived `Deserialize` does (the same defaults, a
+    /// string field that is not a string refused, unknown fields kept in order in `extra`), without serde's
+    /// buffering of a flattened map: a receipt's ledger may hold 100,000 entries. Call it on each entry of
+    /// a parsed receipt; the error says which field is wrong.
+    pub fn from_map(mut m: Map<String, Value>) -> Result<Self, String> {
+        fn text(m: &mut Map<String, Value>, key: &str, required: bool) -> Result<String, String> {
+            match m.shift_remove(key) {
+                Some(Value::String(s)) => Ok(s),
+                None if !required => Ok(String::new()),
+                None => Err(format!("missing field `{key}`")),
+                Some(other) => Err(format!("invalid type for `{key}`: {other}, expected a string")),
+            }
+        }
+        fn optional(m: &mut Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+            match m.shift_remove(key) {
+                Some(Value::String(s)) => Ok(Some(s)),
+                None | Some(Value::Null) => Ok(None),
+                Some(other) => Err(format!("invalid type for `{key}`: {other}, expected a string or null")),
+            }
+        }
+        let adapter = text(&mut m, "adapter", true)?;
+        let op = text(&mut m, "op", false)?;
+        let provider = m.shift_remove("provider").unwrap_or_else(empty_object);
+        let key = text(&mut m, "key", true)?;
+        let id = text(&mut m, "id", false)?;
+        let hash = text(&mut m, "hash", false)?;
+        let label = optional(&mut m, "label")?;
+        let created_by = text(&mut m, "createdBy", true)?;
+        let line = text(&mut m, "line", false)?;
+        let parent = optional(&mut m, "parent")?;
+        Ok(Self { adapter, op, provider, key, id, hash, label, created_by, line, parent, extra: m })
+    }
+
     /// `adapter | canonical JSON of provider | key`: what makes two entries the same resource.
     pub fn identity(&self) -> String {
         identity(&self.adapter, &self.provider, &self.key)
@@ -153,6 +186,33 @@ pub fn canonical_json(v: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn from_map_reads_as_the_derived_deserializer_does() {
+        let entries = [
+            json!({"adapter": "v", "key": "k", "createdBy": "baton"}),
+            json!({"z": 1, "adapter": "v", "provider": {"t": 1}, "key": "k", "id": "i", "hash": "h", "label": "l",
+                   "createdBy": "intent", "line": "x", "parent": "p", "inheritedFrom": "b", "a": [1]}),
+            json!({"adapter": "v", "key": "k", "createdBy": "baton", "label": null, "parent": null, "provider": null}),
+        ];
+        for e in entries {
+            let derived: LedgerEntry = serde_json::from_value(e.clone()).unwrap();
+            let Value::Object(m) = e else { unreachable!() };
+            let manual = LedgerEntry::from_map(m).unwrap();
+            assert_eq!(manual, derived);
+            assert_eq!(serde_json::to_string(&manual).unwrap(), serde_json::to_string(&derived).unwrap());
+        }
+        for bad in [
+            json!({"adapter": "v", "key": "k", "createdBy": "baton", "id": 1}),
+            json!({"adapter": "v", "key": "k", "createdBy": "baton", "op": null}),
+            json!({"adapter": "v", "key": "k", "createdBy": "baton", "label": 2}),
+            json!({"adapter": "v", "key": "k"}),
+        ] {
+            assert!(serde_json::from_value::<LedgerEntry>(bad.clone()).is_err(), "{bad}");
+            let Value::Object(m) = bad else { unreachable!() };
+            assert!(LedgerEntry::from_map(m).is_err());
+        }
+    }
 
     #[test]
     fn identity_is_canonical() {

@@ -62,7 +62,8 @@ pub fn parse_receipt(text: &str, place: &str) -> Result<Receipt, CoreError> {
         if !ok {
             return Err(corrupt(&format!("ledger entry {i} lacks a string adapter, key or createdBy")));
         }
-        ledger.push(serde_json::from_value(entry).map_err(|e| corrupt(&format!("ledger entry {i}: {e}")))?);
+        let Value::Object(map) = entry else { return Err(corrupt(&format!("ledger entry {i} is not an object"))) };
+        ledger.push(LedgerEntry::from_map(map).map_err(|e| corrupt(&format!("ledger entry {i}: {e}")))?);
     }
     Ok(Receipt { doc, ledger })
 }

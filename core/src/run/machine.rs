@@ -33,16 +33,23 @@ pub(super) enum Step {
     RunBegin,
     DestroyPlan,
     RunFinish,
-    HandoverLock,
-    Handover {
-        epoch: Value,
-    },
+    /// The handover's lock and rewrite of the predecessor's receipt, one transaction of its cell.
+    Handover,
     /// The handed-over claims still to move (the first is in flight), under the handover's lock.
     ClaimMove {
         epoch: Value,
         rest: Vec<Value>,
     },
     HandoverRelease,
+}
+
+/// A lease request that carries run steps in the same transaction of the run's cell (`cell-steps`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Batch {
+    /// The grant with the checkpoint receipt (and a destroy's plan).
+    Open,
+    /// The final receipt with the release.
+    Close,
 }
 
 /// What comes after the final receipt.
@@ -69,6 +76,13 @@ pub struct RunMachine {
     /// Run action id -> lease machine request id.
     pub(super) lease_ids: BTreeMap<u64, u64>,
     pub(super) step: Option<(u64, Step)>,
+    /// The lease request in flight that carries run steps, if any.
+    pub(super) batch: Option<(u64, Batch)>,
+    /// The answers of the run steps the grant carried (`run-begin`, then a destroy's `destroy-plan`), until
+    /// the machine moves on with them.
+    pub(super) opened: VecDeque<Value>,
+    /// The final receipt's request (fenced) and its deadline, waiting to go out with the release.
+    pub(super) pending_finish: Option<(Value, Mono)>,
     pub(super) then: Then,
     pub(super) actions: VecDeque<RunAction>,
     pub(super) facts: Facts,
@@ -96,6 +110,9 @@ impl RunMachine {
             next_id: 1,
             lease_ids: BTreeMap::new(),
             step: None,
+            batch: None,
+            opened: VecDeque::new(),
+            pending_finish: None,
             then: Then::Release,
             actions: VecDeque::new(),
             facts,
@@ -282,6 +299,13 @@ impl RunMachine {
     pub fn handle_store_result(&mut self, id: u64, result: StoreResult, now: Mono) -> Result<(), CoreError> {
         self.now = self.now.max(now);
         if let Some(lease_id) = self.lease_ids.remove(&id) {
+            let result = match self.batch.take() {
+                Some((batch_id, batch)) if batch_id == id => self.unbatch(batch, result, now),
+                other => {
+                    self.batch = other;
+                    result
+                }
+            };
             self.lease.handle_store_result(lease_id, result, now)?;
             self.pump(now);
             return Ok(());
@@ -381,6 +405,7 @@ impl RunMachine {
                 Action::Store { id: lease_id, op, request, deadline_ms } => {
                     let id = self.id();
                     self.lease_ids.insert(id, lease_id);
+                    let (op, request, deadline_ms) = self.piggyback(id, op, request, deadline_ms);
                     self.actions.push_back(RunAction::Store { id, cell: None, op, request, deadline_ms });
                 }
                 Action::Event { event } => self.on_lease_event(event, now),
@@ -422,6 +447,9 @@ impl RunMachine {
                 self.on_lost(error, grace_ms, now);
             }
             LeaseEvent::Released { released } => {
+                if self.pending_finish.take().is_some() {
+                    self.note("The final receipt is not written: the lease was lost; the checkpoint receipt stays for the next run.".to_owned());
+                }
                 self.facts.released = released;
                 self.done(now);
             }

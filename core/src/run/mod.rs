@@ -33,6 +33,7 @@
 //! - the verdict is decided once, from the facts, in [`verdict`]'s order.
 
 mod action;
+mod batch;
 mod config;
 pub mod json;
 mod machine;

@@ -7,7 +7,7 @@ use super::config::Job;
 use super::machine::{Phase, RunMachine, Step, Then};
 use crate::error::ErrorCode;
 use crate::lease::{Mono, StoreResult};
-use crate::ownership::{handover_ttl_ms, predecessor_of};
+use crate::ownership::handover_ttl_ms;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -21,45 +21,17 @@ impl RunMachine {
                 self.done(now);
             }
             Job::Object => self.start_work(None),
-            Job::Run | Job::Destroy => {
-                let ctx = &self.cfg.context;
-                let pred = if self.cfg.job == Job::Run {
-                    predecessor_of(&ctx.scope, ctx.branch.as_deref(), ctx.pr)
-                } else {
-                    None
-                };
-                let env = ctx.env.clone();
-                match pred {
-                    Some(p) => {
-                        let id = self.id();
-                        let cell = CellRef { env, scope: p.clone() };
-                        self.predecessor = Some(p);
-                        self.step = Some((id, Step::ReadPredecessor));
-                        let request = json!({ "file": crate::receipt::LATEST_FILE });
-                        let deadline_ms = self.lease.store_deadline(self.now);
-                        self.actions.push_back(RunAction::Read { id, cell, op: "cell-file", request, deadline_ms });
-                    }
-                    None => self.send_run_begin(),
+            // The grant carried the checkpoint (`batch`): its answer is here. A pull request's grant went out
+            // alone: it reads its head branch's receipt under the lock, then writes the checkpoint.
+            Job::Run | Job::Destroy => match self.opened.pop_front() {
+                Some(answer) => self.on_step(Step::RunBegin, StoreResult::Ok(answer), now),
+                None if self.read_predecessor() => {}
+                None => {
+                    let request = self.run_begin_request();
+                    self.own_step(Step::RunBegin, "run-begin", request);
                 }
-            }
+            },
         }
-    }
-
-    pub(super) fn send_run_begin(&mut self) {
-        // Only a predecessor with a receipt takes part: nothing is made for a branch that never ran.
-        let predecessor = match (&self.predecessor, &self.predecessor_text) {
-            (Some(scope), Some(text)) => json!({ "scope": scope, "text": text }),
-            _ => Value::Null,
-        };
-        let request = json!({
-            "context": self.cfg.context,
-            "hashKey": self.cfg.hash_key,
-            "lockPreempted": self.facts.preempted.get("holder"),
-            "approvedBy": self.cfg.approved_by,
-            "destroy": self.cfg.job == Job::Destroy,
-            "predecessor": predecessor,
-        });
-        self.own_step(Step::RunBegin, "run-begin", request);
     }
 
     pub(super) fn start_work(&mut self, delete: Option<Vec<Value>>) {
@@ -86,7 +58,8 @@ impl RunMachine {
                 if self.stop_beginning() {
                     return self.begin_release(now);
                 }
-                self.send_run_begin();
+                let request = self.run_begin_request();
+                self.own_step(Step::RunBegin, "run-begin", request);
             }
             (Step::RunBegin, StoreResult::Ok(answer)) => {
                 for w in strings(&answer, "warnings") {
@@ -96,7 +69,10 @@ impl RunMachine {
                     return self.begin_release(now);
                 }
                 if self.cfg.job == Job::Destroy {
-                    self.own_step(Step::DestroyPlan, "destroy-plan", json!({}));
+                    match self.opened.pop_front() {
+                        Some(plan) => self.on_step(Step::DestroyPlan, StoreResult::Ok(plan), now),
+                        None => self.own_step(Step::DestroyPlan, "destroy-plan", json!({})),
+                    }
                 } else {
                     self.start_work(None);
                 }
@@ -115,23 +91,29 @@ impl RunMachine {
                 self.begin_release(now);
             }
             (Step::RunFinish, result) => self.on_finished(result, now),
-            (Step::HandoverLock, result) => self.on_handover_lock(result, now),
-            (Step::Handover { epoch }, result) => {
+            (Step::Handover, result) => {
                 let pred = self.predecessor.clone().unwrap_or_default();
-                let mut claims = Vec::new();
                 match result {
-                    StoreResult::Ok(h) => {
+                    StoreResult::Ok(answer) => {
+                        let answers = answer.get("answers").and_then(Value::as_array).cloned().unwrap_or_default();
+                        let field = |i: usize| answers.get(i).cloned().unwrap_or(Value::Null);
+                        let (grant, h) = (field(0), field(1));
+                        let epoch = grant.get("lock").and_then(|l| l.get("epoch")).cloned().unwrap_or(Value::Null);
                         let moved = h.get("moved").and_then(Value::as_u64).unwrap_or(0);
                         self.facts.handed_over = moved;
                         self.note(format!(
                             "handed over {moved} resource(s) of scope `{pred}` to `{}`",
                             self.cfg.lease.scope
                         ));
-                        claims = h.get("movedResources").and_then(Value::as_array).cloned().unwrap_or_default();
+                        let claims = h.get("movedResources").and_then(Value::as_array).cloned().unwrap_or_default();
+                        self.move_claims(epoch, claims);
                     }
-                    StoreResult::Error(e) => self.handover_failed(&pred, &e),
+                    // Nothing landed (the lock and the rewrite are one transaction): nothing to release.
+                    StoreResult::Error(e) => {
+                        self.handover_failed(&pred, &e);
+                        self.after_finish(now);
+                    }
                 }
-                self.move_claims(epoch, claims);
             }
             (Step::ClaimMove { epoch, rest }, result) => {
                 if let StoreResult::Error(e) = result {
@@ -162,7 +144,15 @@ impl RunMachine {
         }
         self.phase = Phase::Finishing;
         let cancelled = self.cancel.is_some();
-        let request = json!({ "succeeded": succeeded, "cancelled": cancelled, "sha": self.cfg.context.sha });
+        let mut request = json!({ "succeeded": succeeded, "cancelled": cancelled, "sha": self.cfg.context.sha });
+        if then == Then::Release && !self.handover_may_follow(succeeded) {
+            // Nothing comes between the final receipt and the release: they go out together (`batch`),
+            // fenced and bounded as the receipt alone would be.
+            request["holder"] = json!(self.holder());
+            request["epoch"] = json!(self.epoch());
+            self.pending_finish = Some((request, self.lease.store_deadline(now)));
+            return self.begin_release(now);
+        }
         self.own_step(Step::RunFinish, "run-finish", request);
     }
 
@@ -172,10 +162,7 @@ impl RunMachine {
                 let complete = answer.get("status").and_then(Value::as_str) == Some("complete");
                 self.facts.finished = Some(answer.as_object().cloned().unwrap_or_default());
                 if complete && self.cfg.job == Job::Run && self.predecessor_text.is_some() {
-                    let request =
-                        json!({ "holder": self.handover_holder(), "ttlMs": handover_ttl_ms(self.cfg.ttl_given) });
-                    let cell = self.predecessor_cell();
-                    return self.store_step(Step::HandoverLock, cell, "lock-acquire", request);
+                    return self.send_handover();
                 }
             }
             // Refused by the fence: the lease was taken (or the ref deleted); the run ends with LOCK_LOST.
@@ -213,33 +200,26 @@ impl RunMachine {
         self.actions.push_back(RunAction::Finished { outcome });
     }
 
-    pub(super) fn on_handover_lock(&mut self, result: StoreResult, now: Mono) {
-        let pred = self.predecessor.clone().unwrap_or_default();
-        match result {
-            StoreResult::Ok(answer) => {
-                let epoch = answer.get("lock").and_then(|l| l.get("epoch")).cloned().unwrap_or(Value::Null);
-                let ledger = self
-                    .facts
-                    .finished
-                    .as_ref()
-                    .and_then(|f| f.get("receipt"))
-                    .and_then(|r| r.get("ledger"))
-                    .cloned()
-                    .unwrap_or_else(|| json!([]));
-                let request = json!({
-                    "holder": self.handover_holder(),
-                    "epoch": epoch,
-                    "successor": self.cfg.lease.scope,
-                    "successorLedger": ledger,
-                });
-                let cell = self.predecessor_cell();
-                self.store_step(Step::Handover { epoch }, cell, "handover", request);
-            }
-            StoreResult::Error(e) => {
-                self.handover_failed(&pred, &e);
-                self.after_finish(now);
-            }
-        }
+    /// The handover: the predecessor's lock and the rewrite of its receipt, in one transaction of its cell
+    /// (`cell-steps`); the claims move next, under that lock, which is released last.
+    pub(super) fn send_handover(&mut self) {
+        let holder = self.handover_holder();
+        let ledger = self
+            .facts
+            .finished
+            .as_ref()
+            .and_then(|f| f.get("receipt"))
+            .and_then(|r| r.get("ledger"))
+            .cloned()
+            .unwrap_or_else(|| json!([]));
+        let lock = json!({ "holder": holder, "ttlMs": handover_ttl_ms(self.cfg.ttl_given) });
+        let handover = json!({ "holder": holder, "successor": self.cfg.lease.scope, "successorLedger": ledger });
+        let steps = json!([
+            { "op": "lock-acquire", "request": lock },
+            { "op": "handover", "request": handover, "fromGrant": true },
+        ]);
+        let cell = self.predecessor_cell();
+        self.store_step(Step::Handover, cell, "cell-steps", json!({ "steps": steps }));
     }
 
     /// The next handed-over claim to move to this run's scope (`claim-move`), or, when none is left, the

@@ -133,8 +133,20 @@ impl World {
         self.pump(m);
     }
 
-    fn ops(&self) -> Vec<&'static str> {
-        self.log.iter().filter_map(|a| if let RunAction::Store { op, .. } = a { Some(*op) } else { None }).collect()
+    /// The store transactions, in order: an op, or the ops of one `cell-steps` batch joined by `+`.
+    fn ops(&self) -> Vec<String> {
+        let joined = |request: &Value| {
+            let steps = request["steps"].as_array().cloned().unwrap_or_default();
+            steps.iter().map(|s| s["op"].as_str().unwrap_or_default().to_owned()).collect::<Vec<_>>().join("+")
+        };
+        self.log
+            .iter()
+            .filter_map(|a| match a {
+                RunAction::Store { op: "cell-steps", request, .. } => Some(joined(request)),
+                RunAction::Store { op, .. } => Some((*op).to_owned()),
+                _ => None,
+            })
+            .collect()
     }
 
     fn signals(&self) -> Vec<WorkSignal> {
@@ -187,7 +199,8 @@ fn a_run_checkpoints_works_finishes_and_releases() {
     assert_eq!(w.receipt("preview", "branch-feat-x")["inProgress"], true, "the checkpoint lands before the work");
     assert_eq!(w.receipt("preview", "branch-feat-x")["hashKey"], "89abcdef0123456789abcdef01234567");
     w.end_work(&mut m, WorkEnd::Exited { code: 0 });
-    assert_eq!(w.ops(), ["lock-acquire", "run-begin", "run-finish", "lock-release"]);
+    // Two writes of the run's cell: the grant with the checkpoint, the final receipt with the release.
+    assert_eq!(w.ops(), ["lock-acquire+run-begin", "run-finish+lock-release"]);
     let v = w.verdict();
     assert_eq!((v.exit, v.ok), (0, true), "{v:?}");
     assert_eq!(v.fields["receipt"]["status"], "complete");
@@ -236,10 +249,10 @@ fn a_runner_cancellation_kills_within_the_grace_then_records_cancelled_and_relea
     // The command ignores everything: SIGTERM half-way through the grace, SIGKILL at its end.
     w.advance(&mut m, 3_600);
     assert_eq!(w.signals(), [WorkSignal::Interrupt, WorkSignal::Terminate]);
-    assert!(!w.ops().contains(&"lock-release"), "never released while the command may run");
+    assert!(!w.ops().iter().any(|o| o.contains("lock-release")), "never released while the command may run");
     w.advance(&mut m, 6_000);
     assert_eq!(w.signals(), [WorkSignal::Interrupt, WorkSignal::Terminate, WorkSignal::Kill]);
-    assert!(!w.ops().contains(&"lock-release"), "released only once the command is reaped");
+    assert!(!w.ops().iter().any(|o| o.contains("lock-release")), "released only once the command is reaped");
     w.end_work(&mut m, WorkEnd::Signalled { signal: 9 });
     let v = w.verdict();
     assert_eq!(v.exit, 130);
@@ -293,18 +306,46 @@ fn a_signal_during_the_checkpoint_releases_before_any_work() {
     w.hold = true;
     let mut m = RunMachine::new(config("run", "branch-feat-x", json!({}))).unwrap();
     m.start(0).unwrap();
-    w.pump(&mut m);
-    let first = w.held.remove(0);
-    w.hold = false;
-    w.carry_out(&mut m, first); // the grant lands
-    w.hold = true;
-    w.pump(&mut m); // run-begin is held
+    w.pump(&mut m); // the grant with the checkpoint is held
     m.signal(HostSignal::Interrupt, 5);
     w.release_held(&mut m);
     assert!(!w.work_running);
     assert!(!w.log.iter().any(|a| matches!(a, RunAction::StartWork { .. })));
     assert_eq!(w.verdict().exit, 130);
     assert_eq!(w.file("preview", "branch-feat-x", "lock.json"), None);
+    assert_eq!(w.ops(), ["lock-acquire+run-begin", "lock-release"]);
+
+    // A pull request's run reads its head branch's receipt under its lock, then writes the checkpoint: a
+    // signal while that read is out releases before anything else is written.
+    let mut w = World::new();
+    w.hold = true;
+    let mut m = RunMachine::new(config("run", "pr-7", json!({}))).unwrap();
+    m.start(0).unwrap();
+    w.pump(&mut m);
+    let grant = w.held.remove(0);
+    w.hold = false;
+    w.carry_out(&mut m, grant);
+    w.hold = true;
+    w.pump(&mut m);
+    assert!(matches!(w.held.as_slice(), [RunAction::Read { .. }]), "{:?}", w.held);
+    m.signal(HostSignal::Interrupt, 5);
+    w.release_held(&mut m);
+    assert_eq!(w.verdict().exit, 130);
+    assert_eq!(w.ops(), ["lock-acquire", "lock-release"]);
+    assert_eq!(w.receipt("preview", "pr-7"), Value::Null, "no checkpoint");
+}
+
+#[test]
+fn a_corrupt_receipt_refuses_the_grant_with_it_so_nothing_is_locked() {
+    let mut w = World::new();
+    w.cell("preview", "branch-feat-x").files.insert("latest.json".into(), "{not json".into());
+    let m = started(&mut w, config("run", "branch-feat-x", json!({})));
+    assert!(m.is_finished());
+    let v = w.verdict();
+    assert_eq!((v.exit, v.error.as_ref().unwrap()["code"].as_str()), (1, Some("RECEIPT_CORRUPT")), "{v:?}");
+    assert_eq!(w.ops(), ["lock-acquire+run-begin"]);
+    assert_eq!(w.file("preview", "branch-feat-x", "lock.json"), None);
+    assert_eq!(w.file("preview", "branch-feat-x", "latest.json").as_deref(), Some("{not json"), "kept as it was");
 }
 
 #[test]
@@ -386,8 +427,7 @@ fn a_pull_request_inherits_and_takes_over_after_success() {
             "lock-acquire",
             "run-begin",
             "run-finish",
-            "lock-acquire",
-            "handover",
+            "lock-acquire+handover",
             "claim-move",
             "lock-release",
             "lock-release"
@@ -430,7 +470,7 @@ fn a_busy_predecessor_is_a_warning_and_a_failed_run_hands_nothing_over() {
     let mut w3 = World { cells: std::mem::take(&mut w2.cells), ..World::new() };
     let mut p = started(&mut w3, config("run", "pr-7", json!({ "holder": "second" })));
     w3.end_work(&mut p, WorkEnd::Exited { code: 1 });
-    assert!(!w3.ops().contains(&"handover"));
+    assert!(!w3.ops().iter().any(|o| o.contains("handover")));
 }
 
 #[test]
@@ -538,4 +578,38 @@ fn a_signal_after_the_work_ended_does_not_change_the_verdict() {
     let v = w.verdict();
     assert!(v.ok, "{v:?}");
     assert_eq!(w.receipt("preview", "branch-feat-x")["status"], "complete");
+}
+
+#[test]
+fn a_pull_request_reads_its_branch_under_its_lock_after_a_wait() {
+    let mut w = World::new();
+    let mut b = started(&mut w, config("run", "branch-feat-x", json!({})));
+    record(&mut w, "branch-feat-x", "run-01234567", 1, "env:A", false);
+    w.end_work(&mut b, WorkEnd::Exited { code: 0 });
+    let mut w2 = World { cells: std::mem::take(&mut w.cells), ..World::new() };
+    let held = w2.transact("preview", "pr-7", "lock-acquire", json!({ "holder": "other", "ttlMs": 60_000 }), true);
+    assert!(matches!(held, StoreResult::Ok(_)));
+    let mut p = started(&mut w2, config("run", "pr-7", json!({ "wait": true, "pollMs": 500 })));
+    assert_eq!(w2.ops(), ["lock-acquire"], "refused: the lock is held");
+    // While it waits, the branch forgets what it would have inherited, and the other holder leaves.
+    let res = json!({ "adapter": "vercel", "key": "env:A" });
+    for (op, request) in [
+        ("lock-acquire", json!({ "holder": "b2", "ttlMs": 60_000 })),
+        ("ledger-forget", json!({ "holder": "b2", "epoch": 2, "resource": res })),
+        ("lock-release", json!({ "holder": "b2" })),
+    ] {
+        assert!(matches!(w2.transact("preview", "branch-feat-x", op, request, true), StoreResult::Ok(_)), "{op}");
+    }
+    assert!(matches!(
+        w2.transact("preview", "pr-7", "lock-release", json!({ "holder": "other" }), true),
+        StoreResult::Ok(_)
+    ));
+    w2.advance(&mut p, 600);
+    assert!(w2.work_running);
+    assert_eq!(w2.ops(), ["lock-acquire", "lock-acquire", "run-begin"]);
+    let reads = w2.log.iter().filter(|a| matches!(a, RunAction::Read { .. })).count();
+    assert_eq!(reads, 1, "read once, under the lock");
+    assert_eq!(w2.receipt("preview", "pr-7")["ledger"], json!([]), "nothing stale inherited");
+    w2.end_work(&mut p, WorkEnd::Exited { code: 0 });
+    assert!(w2.verdict().ok);
 }

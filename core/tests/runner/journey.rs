@@ -306,7 +306,7 @@ impl Host<'_> {
         let hold = step.get("hold").and_then(Value::as_array).cloned().unwrap_or_default();
         let fail = step.get("fail").and_then(Value::as_object).cloned().unwrap_or_default();
         let named = |a: &Value, name: &Value| match name {
-            Value::String(op) => a.get("op").and_then(Value::as_str) == Some(op),
+            Value::String(op) => name_of(a) == *op,
             Value::Number(id) => a.get("id").and_then(Value::as_u64) == id.as_u64(),
             _ => false,
         };
@@ -315,7 +315,8 @@ impl Host<'_> {
             let action = self.pending.remove(pos);
             let id = action.get("id").and_then(Value::as_u64).unwrap_or(0);
             let op = str_of(&action, "op");
-            let failure = fail.get(&op).or_else(|| fail.get(&id.to_string()));
+            let name = name_of(&action);
+            let failure = fail.get(&name).or_else(|| fail.get(&id.to_string()));
             let outcome = match failure {
                 Some(error) => Err(error.clone()),
                 None => {
@@ -329,10 +330,10 @@ impl Host<'_> {
                 }
             };
             let (outcome, result) = match outcome {
-                Ok(answer) => (json!({ "ok": answer }), json!({ "id": id, "op": op })),
+                Ok(answer) => (json!({ "ok": answer }), json!({ "id": id, "op": name })),
                 Err(e) => {
                     let code = str_of(&e, "code");
-                    (json!({ "error": e }), json!({ "id": id, "op": op, "error": code }))
+                    (json!({ "error": e }), json!({ "id": id, "op": name, "error": code }))
                 }
             };
             results.push(result);
@@ -381,7 +382,10 @@ impl Host<'_> {
             let running = self.work == Work::Running;
             match kind.as_str() {
                 "store" | "read" => {
-                    if running && action.get("cell").is_none() && str_of(&action, "op") == "lock-release" {
+                    if running
+                        && action.get("cell").is_none()
+                        && name_of(&action).split('+').any(|o| o == "lock-release")
+                    {
                         return bad("the lock is released while the work may still run");
                     }
                     self.pending.push(action.clone());
@@ -451,4 +455,14 @@ fn with_absent_files(want: &Value, mut got: Value) -> Value {
         }
     }
     got
+}
+
+/// How a journey names a store action: its op, or for a `cell-steps` batch its steps' ops joined by `+`.
+fn name_of(action: &Value) -> String {
+    let op = str_of(action, "op");
+    if op != "cell-steps" {
+        return op;
+    }
+    let steps = action.get("request").and_then(|r| r.get("steps")).and_then(Value::as_array);
+    steps.map(|s| s.iter().map(|s| str_of(s, "op")).collect::<Vec<_>>().join("+")).unwrap_or(op)
 }

@@ -688,7 +688,9 @@ impl<'p> World<'p> {
                 RunAction::Store { id, cell, op, request, .. } => {
                     let own = cell.is_none();
                     let c = self.cell_index(r, cell.as_ref())?;
-                    let kind = if own && op.starts_with("lock-") { Kind::Lease } else { Kind::Step };
+                    // The lease's requests (a batch on the run's own cell is the lease's, widened).
+                    let lease = op.starts_with("lock-") || op == "cell-steps";
+                    let kind = if own && lease { Kind::Lease } else { Kind::Step };
                     self.send(r, id, c, op, request, kind)?;
                 }
                 RunAction::Read { id, cell, op, request, .. } => {
@@ -782,10 +784,11 @@ impl<'p> World<'p> {
         if busy {
             return Err(self.fail(HOST, format!("run-{r}: {op} (#{id}) while another {kind:?} request is in flight")));
         }
-        if kind == Kind::Lease && op == "lock-release" {
+        let ops = step_ops(op, &request);
+        if kind == Kind::Lease && ops.contains(&"lock-release") {
             self.check_no_release_while_working(r)?;
         }
-        if op == "lock-acquire" && kind == Kind::Step {
+        if ops.first() == Some(&"lock-acquire") && kind == Kind::Step {
             self.c.handover_attempts += 1;
         }
         self.runs[r].inflight.insert(id, kind);
@@ -832,7 +835,7 @@ impl<'p> World<'p> {
             self.c.lost_replies += u64::from(commit);
             self.c.failed_commits += u64::from(!commit);
             // The machine sees the handover fail (counted above when the store refused it).
-            let handover_op = op == "handover" || (op == "lock-acquire" && kind == Kind::Step);
+            let handover_op = op == "handover" || (matches!(op, "lock-acquire" | "cell-steps") && kind == Kind::Step);
             self.c.handovers_failed += u64::from(handover_op && (!commit || matches!(result, StoreResult::Ok(_))));
             self.c.claim_moves_failed += u64::from(op == "claim-move");
             if commit {
@@ -862,6 +865,9 @@ impl<'p> World<'p> {
             };
             note(self, "read");
             return Ok(StoreResult::Ok(answer));
+        }
+        if op == "cell-steps" {
+            return self.exec_steps(r, c, &request, kind);
         }
         let mut request = request;
         if op == "handover" && self.plan.sabotage == Sabotage::HandOverPredecessorLedger {
@@ -973,6 +979,58 @@ impl<'p> World<'p> {
         Ok(StoreResult::Ok(answer))
     }
 
+    /// A `cell-steps` batch as a store runs it: its steps in order on the cell, each observed as the step alone
+    /// would be, fenced by the batch's grant as `baton_core::cell_steps` fences them. Nothing else runs in
+    /// between (one transaction); a step refused after an earlier one changed the cell would need the
+    /// earlier changes undone, which the core's batches never ask for (their refusals come first or not at
+    /// all), so the simulation fails then rather than model it.
+    pub(crate) fn exec_steps(
+        &mut self,
+        r: usize,
+        c: usize,
+        request: &Value,
+        kind: Kind,
+    ) -> Result<StoreResult, Failure> {
+        let before = self.cells[c].clone();
+        let mut answers = Vec::new();
+        let mut grant: Option<(Value, Value)> = None;
+        let steps = request["steps"].as_array().cloned().unwrap_or_default();
+        for step in &steps {
+            let Some(op) = STEP_OPS.iter().copied().find(|o| step["op"].as_str() == Some(*o)) else {
+                return Err(self.fail(HOST, format!("run-{r}: a batch step {}", step["op"])));
+            };
+            let mut req = step["request"].clone();
+            if step["fromGrant"] == json!(true) {
+                let Some((epoch, preempted)) = &grant else {
+                    return Err(self.fail(HOST, format!("run-{r}: batch step {op} fenced by no grant")));
+                };
+                req["epoch"] = epoch.clone();
+                if op == "run-begin" {
+                    req["lockPreempted"] = preempted.clone();
+                }
+            }
+            match self.exec(r, c, op, req, kind)? {
+                StoreResult::Ok(mut answer) => {
+                    if op == "lock-acquire" {
+                        grant = Some((answer["lock"]["epoch"].clone(), answer["preempted"]["holder"].clone()));
+                    }
+                    if let Some(o) = answer.as_object_mut() {
+                        o.remove("changes");
+                    }
+                    answers.push(answer);
+                }
+                StoreResult::Error(e) => {
+                    if self.cells[c] != before {
+                        let detail = format!("run-{r}: batch step {op} refused after an earlier step changed the cell");
+                        return Err(self.fail(HOST, detail));
+                    }
+                    return Ok(StoreResult::Error(e));
+                }
+            }
+        }
+        Ok(StoreResult::Ok(json!({ "answers": answers })))
+    }
+
     /// The machine's `done`: one verdict, after the command stopped (C1), cancelled when cancelled (C2).
     pub(crate) fn on_done(&mut self, r: usize, verdict: Verdict) -> Result<(), Failure> {
         let code = verdict.error.as_ref().and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("");
@@ -1001,4 +1059,16 @@ impl<'p> World<'p> {
     pub(crate) fn kind_label(kind: u8) -> &'static str {
         ["", "baton", "intent", "adopted"][usize::from(kind.min(ADOPTED))]
     }
+}
+
+/// What `cell-steps` may run (`baton_core::cell_steps::STEP_OPS`), as the names the trace keeps.
+const STEP_OPS: [&str; 6] = baton_core::cell_steps::STEP_OPS;
+
+/// The core operations a request runs: its op, or a batch's steps.
+fn step_ops(op: &'static str, request: &Value) -> Vec<&'static str> {
+    if op != "cell-steps" {
+        return vec![op];
+    }
+    let steps = request["steps"].as_array().cloned().unwrap_or_default();
+    steps.iter().filter_map(|s| STEP_OPS.iter().copied().find(|o| s["op"].as_str() == Some(*o))).collect()
 }

@@ -16,7 +16,9 @@ import sys
 import wasmtime
 from wasmtime.component import Component, ComponentInstanceType, FuncType, OptionType, ResultType, String
 
-CEILING = 52
+# 53 since `cell-steps` (issue 15: the run machine batches its steps in one transaction), JSON until the
+# run machine's actions are typed.
+CEILING = 53
 PREFIX = "baton:core/"
 
 
