@@ -74,7 +74,7 @@ pub fn commit(
         }
     }
     s.push_str("get-mark :2\n");
-    Ok(CommitStream { message, what, stream: s })
+    Ok(CommitStream { message, what: what.to_owned(), stream: s })
 }
 
 /// The commit [`commit`] built: its message, what it is for messages, and the `git fast-import` stream.
@@ -83,7 +83,7 @@ pub struct CommitStream {
     /// The commit message (`lock preview/pr-1 h (epoch 1)`).
     pub message: String,
     /// What the commit is, for messages (`the lock`, `a receipt`).
-    pub what: &'static str,
+    pub what: String,
     /// The stream to feed `git fast-import`; it ends with `get-mark :2`.
     pub stream: String,
 }
@@ -205,7 +205,7 @@ mod tests {
         let changes = [ch(json!({"op": "write", "file": "lock.json", "content": "{\"holder\":\"h\",\"epoch\":1}"}))];
         let c = commit("preview", "pr-1", "preview/pr-1", None, &changes, None, &[]).unwrap();
         assert_eq!(
-            (Some(c.message.as_str()), Some(c.what)),
+            (Some(c.message.as_str()), Some(c.what.as_str())),
             (Some("lock preview/pr-1 h (epoch 1)"), Some("the lock"))
         );
         let s = c.stream.as_str();
@@ -224,7 +224,7 @@ mod tests {
         let c =
             commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &closed, Some("{\"holder\":\"h\"}"), &[]).unwrap();
         assert_eq!(
-            (Some(c.message.as_str()), Some(c.what)),
+            (Some(c.message.as_str()), Some(c.what.as_str())),
             (Some("receipt preview/pr-1 r (complete), unlock h"), Some("a receipt"))
         );
         let s = c.stream.as_str();

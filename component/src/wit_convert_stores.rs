@@ -1,0 +1,249 @@
+// Conversions between the core's store building blocks (`baton_core::typed::stores` and the answer types of
+// `gitstore`, `gitclone`, `gitstream`, `mutex`, `stores::listing`) and the generated WIT types of interface
+// `stores` (`wit/stores.wit`), both ways. Nothing is decided here.
+//
+// `include!`d next to `wit_convert.rs` (whose `code`, `code_name`, `cell`, `change` and `change_back` it
+// uses), where the generated types are in scope as `t` (interface `types`) and `ws` (`stores`): by the
+// component (wit-bindgen's types, `convert.rs`) and by the CLI's conformance test (wasmtime's `bindgen!`
+// types, `host-native/tests/scenarios.rs`). Both generators give the same names and shapes.
+
+use baton_core::gitstore::{PushOutcome, RetryDecision};
+use baton_core::stores::listing::{Listed, Spelling};
+use baton_core::typed::stores as st;
+use baton_core::{gitclone, gitstream, mutex};
+use std::collections::BTreeMap;
+
+pub fn code_back(c: t::ErrorCode) -> Code {
+    Code::parse(code_name(c)).unwrap_or(Code::Internal)
+}
+
+pub fn cell_location(p: st::CellPath) -> ws::CellLocation {
+    ws::CellLocation { dir: p.dir, git_ref: p.git_ref }
+}
+
+pub fn cell_location_back(p: ws::CellLocation) -> st::CellPath {
+    st::CellPath { dir: p.dir, git_ref: p.git_ref }
+}
+
+pub fn spelling(s: ws::Spelling) -> Spelling {
+    match s {
+        ws::Spelling::Dir => Spelling::Dir,
+        ws::Spelling::GitRef => Spelling::Ref,
+    }
+}
+
+pub fn spelling_out(s: Spelling) -> ws::Spelling {
+    match s {
+        Spelling::Dir => ws::Spelling::Dir,
+        Spelling::Ref => ws::Spelling::GitRef,
+    }
+}
+
+pub fn listing(l: st::Listing) -> ws::Listing {
+    ws::Listing {
+        segment: l.segment,
+        cells: l.cells.into_iter().map(|c| ws::ListedCell { name: c.name, scope: c.scope, dir: c.dir }).collect(),
+    }
+}
+
+pub fn listing_back(l: ws::Listing) -> st::Listing {
+    st::Listing {
+        segment: l.segment,
+        cells: l.cells.into_iter().map(|c| Listed { name: c.name, scope: c.scope, dir: c.dir }).collect(),
+    }
+}
+
+pub fn io_failure(f: st::IoFailure) -> ws::IoFailure {
+    ws::IoFailure { code: code(f.code), message: f.message, errno: f.errno }
+}
+
+pub fn io_failure_back(f: ws::IoFailure) -> st::IoFailure {
+    st::IoFailure { code: code_back(f.code), message: f.message, errno: f.errno }
+}
+
+pub fn git_environment(e: st::GitEnv) -> ws::GitEnvironment {
+    ws::GitEnvironment {
+        remove: e.remove,
+        set: e.set.into_iter().map(|(name, value)| ws::EnvVar { name, value }).collect(),
+    }
+}
+
+pub fn git_environment_back(e: ws::GitEnvironment) -> st::GitEnv {
+    st::GitEnv { remove: e.remove, set: e.set.into_iter().map(|v| (v.name, v.value)).collect() }
+}
+
+pub fn clone_name_request(r: ws::CloneNameRequest) -> st::CloneNameRequest {
+    st::CloneNameRequest { remote: r.remote, host: r.host, pid: r.pid, start: r.start, random: r.random }
+}
+
+pub fn clone_name_request_out(r: st::CloneNameRequest) -> ws::CloneNameRequest {
+    ws::CloneNameRequest { remote: r.remote, host: r.host, pid: r.pid, start: r.start, random: r.random }
+}
+
+/// The facts as the core keys them: by the pid's decimal text.
+pub fn processes(p: Option<Vec<ws::ProcessFact>>) -> Option<BTreeMap<String, Option<String>>> {
+    p.map(|list| list.into_iter().map(|f| (f.pid.to_string(), f.start)).collect())
+}
+
+/// The facts of pids the core can ask about (a key that is not a pid's decimal text matches no owner, so
+/// leaving it out changes nothing).
+pub fn processes_out(p: Option<BTreeMap<String, Option<String>>>) -> Option<Vec<ws::ProcessFact>> {
+    p.map(|map| {
+        map.into_iter()
+            .filter_map(|(k, start)| k.parse::<u32>().ok().filter(|pid| pid.to_string() == k).map(|pid| (pid, start)))
+            .map(|(pid, start)| ws::ProcessFact { pid, start })
+            .collect()
+    })
+}
+
+pub fn stale_clones(s: gitclone::StaleClones) -> ws::StaleClones {
+    ws::StaleClones { pids: s.pids, stale: s.stale }
+}
+
+pub fn stale_clones_back(s: ws::StaleClones) -> gitclone::StaleClones {
+    gitclone::StaleClones { pids: s.pids, stale: s.stale }
+}
+
+pub fn push_outcome(o: PushOutcome) -> ws::PushOutcome {
+    match o {
+        PushOutcome::Ok => ws::PushOutcome::Ok,
+        PushOutcome::Race => ws::PushOutcome::Race,
+        PushOutcome::Permission => ws::PushOutcome::Permission,
+        PushOutcome::Rejected => ws::PushOutcome::Rejected,
+        PushOutcome::Other => ws::PushOutcome::Other,
+        PushOutcome::Timeout => ws::PushOutcome::Timeout,
+    }
+}
+
+pub fn push_outcome_back(o: ws::PushOutcome) -> PushOutcome {
+    match o {
+        ws::PushOutcome::Ok => PushOutcome::Ok,
+        ws::PushOutcome::Race => PushOutcome::Race,
+        ws::PushOutcome::Permission => PushOutcome::Permission,
+        ws::PushOutcome::Rejected => PushOutcome::Rejected,
+        ws::PushOutcome::Other => PushOutcome::Other,
+        ws::PushOutcome::Timeout => PushOutcome::Timeout,
+    }
+}
+
+pub fn push_classified(p: st::PushClassified) -> ws::PushClassified {
+    ws::PushClassified { outcome: push_outcome(p.outcome), detail: p.detail }
+}
+
+pub fn push_classified_back(p: ws::PushClassified) -> st::PushClassified {
+    st::PushClassified { outcome: push_outcome_back(p.outcome), detail: p.detail }
+}
+
+pub fn retry_request(r: ws::RetryRequest) -> st::RetryRequest {
+    st::RetryRequest {
+        read: r.read,
+        what: r.what,
+        reference: r.git_ref,
+        remote: r.remote,
+        outcome: push_outcome_back(r.outcome),
+        detail: r.detail,
+        attempts: r.attempts,
+        rejections: r.rejections,
+        elapsed_ms: r.elapsed_ms,
+        budget_ms: r.budget_ms,
+        random: r.random,
+    }
+}
+
+pub fn retry_request_out(r: st::RetryRequest) -> ws::RetryRequest {
+    ws::RetryRequest {
+        read: r.read,
+        what: r.what,
+        git_ref: r.reference,
+        remote: r.remote,
+        outcome: push_outcome(r.outcome),
+        detail: r.detail,
+        attempts: r.attempts,
+        rejections: r.rejections,
+        elapsed_ms: r.elapsed_ms,
+        budget_ms: r.budget_ms,
+        random: r.random,
+    }
+}
+
+pub fn retry_decision(d: RetryDecision) -> ws::RetryDecision {
+    ws::RetryDecision { retry: d.retry, delay_ms: d.delay_ms }
+}
+
+pub fn retry_decision_back(d: ws::RetryDecision) -> RetryDecision {
+    RetryDecision { retry: d.retry, delay_ms: d.delay_ms }
+}
+
+pub fn commit_request(r: ws::CommitRequest) -> st::GitCommitRequest {
+    st::GitCommitRequest {
+        env: r.env,
+        scope: r.scope,
+        dir: r.dir,
+        tip: r.tip,
+        changes: r.changes.into_iter().map(change_back).collect(),
+        old_lock: r.old_lock,
+        seed: r.seed.into_iter().map(|f| st::SeedFile { path: f.path, text: f.text }).collect(),
+    }
+}
+
+pub fn commit_request_out(r: st::GitCommitRequest) -> ws::CommitRequest {
+    ws::CommitRequest {
+        env: r.env,
+        scope: r.scope,
+        dir: r.dir,
+        tip: r.tip,
+        changes: r.changes.into_iter().map(change).collect(),
+        old_lock: r.old_lock,
+        seed: r.seed.into_iter().map(|f| ws::SeedFile { path: f.path, text: f.text }).collect(),
+    }
+}
+
+pub fn commit_stream(c: gitstream::CommitStream) -> ws::CommitStream {
+    ws::CommitStream { message: c.message, what: c.what, fast_import: c.stream }
+}
+
+pub fn commit_stream_back(c: ws::CommitStream) -> gitstream::CommitStream {
+    gitstream::CommitStream { message: c.message, what: c.what, stream: c.fast_import }
+}
+
+pub fn mutex_owner(o: ws::MutexOwner) -> mutex::ContentRequest {
+    mutex::ContentRequest { pid: o.pid, stat: o.stat, host: o.host, token: o.token, now_ms: o.now_ms }
+}
+
+pub fn mutex_owner_out(o: mutex::ContentRequest) -> ws::MutexOwner {
+    ws::MutexOwner { pid: o.pid, stat: o.stat, host: o.host, token: o.token, now_ms: o.now_ms }
+}
+
+pub fn mutex_line(m: mutex::MutexContent) -> ws::MutexLine {
+    ws::MutexLine { content: m.content, refresh_ms: m.refresh_ms }
+}
+
+pub fn mutex_line_back(m: ws::MutexLine) -> mutex::MutexContent {
+    mutex::MutexContent { content: m.content, refresh_ms: m.refresh_ms }
+}
+
+pub fn owner_facts(o: ws::OwnerFacts) -> mutex::OwnerFacts {
+    mutex::OwnerFacts { pid: o.pid, stat: o.stat, alive: o.alive }
+}
+
+pub fn owner_facts_out(o: mutex::OwnerFacts) -> ws::OwnerFacts {
+    ws::OwnerFacts { pid: o.pid, stat: o.stat, alive: o.alive }
+}
+
+pub fn mutex_judgement(v: mutex::MutexVerdict) -> ws::MutexJudgement {
+    let verdict = match v.verdict {
+        mutex::Verdict::Live => ws::Verdict::Live,
+        mutex::Verdict::Stale => ws::Verdict::Stale,
+        mutex::Verdict::Zombie => ws::Verdict::Zombie,
+    };
+    ws::MutexJudgement { verdict, pid: v.pid, reason: v.reason, claim: v.claim }
+}
+
+pub fn mutex_judgement_back(v: ws::MutexJudgement) -> mutex::MutexVerdict {
+    let verdict = match v.verdict {
+        ws::Verdict::Live => mutex::Verdict::Live,
+        ws::Verdict::Stale => mutex::Verdict::Stale,
+        ws::Verdict::Zombie => mutex::Verdict::Zombie,
+    };
+    mutex::MutexVerdict { verdict, pid: v.pid, reason: v.reason, claim: v.claim }
+}
