@@ -83,8 +83,7 @@ async fn plan(core: &mut CoreComponent, args: &GcArgs) -> Result<(super::lock::T
     let ls_remote = match ask("git", &["ls-remote", "--heads", &args.remote], "list the remote's branches").await {
         Ok(text) => text,
         Err(e) => {
-            let text = core.invoke("redact", &json!({ "text": e.message }))?;
-            return Err(HostError::new(&e.code, text["text"].as_str().unwrap_or_default()));
+            return Err(HostError::new(&e.code, core.redact(&e.message)?));
         }
     };
     let default_branch = t.context["defaultBranch"].as_str().map(str::to_owned);
