@@ -15,6 +15,27 @@ use serde::de::DeserializeOwned;
 
 type Answer = Result<String, HostError>;
 
+/// The operations of `api::OPS` that the component exports typed from `stores`.
+pub const OPS: [&str; 17] = [
+    "cell-path",
+    "scope-names",
+    "list-cells",
+    "cell-file",
+    "redact",
+    "io-error",
+    "git-env",
+    "store-deadline",
+    "git-clone-name",
+    "git-stale-clones",
+    "git-push-outcome",
+    "git-retry",
+    "git-readme",
+    "git-commit",
+    "git-cat-parse",
+    "mutex-content",
+    "mutex-verdict",
+];
+
 fn parse<T: DeserializeOwned>(input: &str) -> Result<T, HostError> {
     serde_json::from_str(input).map_err(|e| HostError::internal(format!("invalid request: {e}")))
 }
