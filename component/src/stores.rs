@@ -38,11 +38,7 @@ impl Guest for Component {
         let r = convert::clone_name_request(request);
         gitclone::clone_name(&r.remote, &r.host, r.pid, r.start.as_deref(), &r.random)
     }
-    fn git_stale_clones(
-        names: Vec<String>,
-        host: String,
-        processes: Option<Vec<ws::ProcessFact>>,
-    ) -> ws::StaleClones {
+    fn git_stale_clones(names: Vec<String>, host: String, processes: Option<Vec<ws::ProcessFact>>) -> ws::StaleClones {
         let processes = convert::processes(processes);
         convert::stale_clones(gitclone::stale(&names, &host, processes.as_ref()))
     }

@@ -196,9 +196,9 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "git-cat-parse" => run(op, input, |r: st::CatParseRequest| {
             Ok(st::CatObjects { objects: crate::gitstream::parse_batch(&r.output, r.count)? })
         }),
-        "git-stale-clones" => {
-            run(op, input, |r: st::StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, &r.host, r.processes.as_ref())))
-        }
+        "git-stale-clones" => run(op, input, |r: st::StaleClonesRequest| {
+            Ok(crate::gitclone::stale(&r.names, &r.host, r.processes.as_ref()))
+        }),
         "claim-cell" => run(op, input, |r: ClaimCellRequest| {
             let (env, scope) = claims::claim_cell(&r.env, &r.resource.adapter, &r.resource.provider, &r.resource.key);
             Ok(json!({ "env": env, "scope": scope }))
@@ -407,8 +407,6 @@ fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
     }
 }
 
-
-
 /// `lock-acquire`: `{cell, holder, ttlMs, nowMs}` -> `{changes, lock, preempted}`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -491,7 +489,6 @@ struct FencedWriteRequest {
     _now_ms: Option<UnixMs>,
 }
 
-
 /// `receipt-parse`: `{text, place}` -> `{receipt}` (validated; version 1 migrated), or `RECEIPT_CORRUPT` /
 /// `RECEIPT_VERSION` naming `place`.
 #[derive(Deserialize)]
@@ -500,8 +497,6 @@ struct ReceiptParseRequest {
     text: String,
     place: String,
 }
-
-
 
 /// `etcd-keys`: `{prefix, env, scope?}` -> `{env, cell?, keys?}` (see [`crate::stores::etcd::keys`]).
 #[derive(Deserialize)]
@@ -551,14 +546,6 @@ struct EtcdRetryRequest {
     budget_ms: u64,
     random: f64,
 }
-
-
-
-
-
-
-
-
 
 /// `succession`: `{scope, branch?, pr?, ttlMs?}` -> `{predecessor, handoverTtlMs}` (`branch-<head>` for a PR
 /// scope, else null; the TTL of the handover's lock on it, bounded by the run's own).
@@ -630,7 +617,6 @@ struct RunFinishRequest {
     #[serde(default)]
     sha: Option<String>,
 }
-
 
 /// `ledger-intend|record|forget`: `{cell, holder, epoch, nowMs, resource: {adapter, key, provider?, op?,
 /// label?, parent?}, id?}` -> `{changes, receipt, ...}`.
@@ -786,5 +772,3 @@ mod tests {
         assert_eq!(invoke("scope-for", r#"{"branch":"feat/x","pr":null}"#).unwrap(), r#"{"scope":"branch-feat-x"}"#);
     }
 }
-
-

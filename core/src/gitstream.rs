@@ -216,7 +216,11 @@ mod tests {
         let c = commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &del, Some("{\"holder\":\"h\"}"), &[]).unwrap();
         assert_eq!(c.message, "unlock preview/pr-1 h");
         // A batch says both what it locked or unlocked and which receipt it wrote.
-        let receipt = |status: &str| ch(json!({"op": "write", "file": "latest.json", "content": format!("{{\"runId\":\"r\",\"status\":\"{status}\"}}")}));
+        let receipt = |status: &str| {
+            ch(
+                json!({"op": "write", "file": "latest.json", "content": format!("{{\"runId\":\"r\",\"status\":\"{status}\"}}")}),
+            )
+        };
         let opened = [changes[0].clone(), receipt("failed")];
         let c = commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &opened, None, &[]).unwrap();
         assert_eq!(c.message, "lock preview/pr-1 h (epoch 1), receipt r (failed)");
@@ -230,9 +234,16 @@ mod tests {
         let s = c.stream.as_str();
         assert!(s.contains("from ab12\n") && s.contains("D preview/pr-1/lock.json\n") && !s.contains("mark :1"), "{s}");
         // Byte lengths, not characters.
-        let c =
-            commit("e", "s", "e/s", Some("ab"), &[ch(json!({"op": "write", "file": "x.txt", "content": "é"}))], None, &[])
-                .unwrap();
+        let c = commit(
+            "e",
+            "s",
+            "e/s",
+            Some("ab"),
+            &[ch(json!({"op": "write", "file": "x.txt", "content": "é"}))],
+            None,
+            &[],
+        )
+        .unwrap();
         assert!(c.stream.contains("inline e/s/x.txt\ndata 2\né\n"));
         for bad in ["../x", ".hidden", "a/b", ""] {
             let e = commit("e", "s", "e/s", None, &[ch(json!({"op": "write", "file": bad, "content": ""}))], None, &[]);

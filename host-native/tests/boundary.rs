@@ -258,7 +258,11 @@ fn no_input_makes_a_store_building_block_trap() {
                 assert!(!e.message.contains("the core component failed"), "`{op}` trapped on {request:?}: {e:?}");
             }
             (Err(e), Err(n)) => {
-                assert_eq!((e.code.as_str(), e.message.as_str()), (n.code.as_str(), n.message.as_str()), "`{op}` on {request:?}");
+                assert_eq!(
+                    (e.code.as_str(), e.message.as_str()),
+                    (n.code.as_str(), n.message.as_str()),
+                    "`{op}` on {request:?}"
+                );
             }
             (typed, native) => panic!("`{op}` on {request:?}: typed {typed:?}, native {native:?}"),
         }

@@ -2,9 +2,9 @@
 //! checks that its transcript equals the native core's, step for step.
 
 mod run_journeys;
-mod typed_stores;
 #[path = "../../core/tests/runner/mod.rs"]
 mod runner;
+mod typed_stores;
 
 use baton_core::typed::{LeaseAction, LockAnswer, LockOp};
 use baton_native::engine::{CoreComponent, LeaseRef};

@@ -161,7 +161,12 @@ pub fn cell_of(cell: &Value) -> Cell {
             .filter_map(|(name, v)| v.as_str().map(|content| CellFile { name: name.clone(), content: content.into() }))
             .collect()
     });
-    Cell { env: text("env"), scope: text("scope"), files, label: cell.get("label").and_then(Value::as_str).map(Into::into) }
+    Cell {
+        env: text("env"),
+        scope: text("scope"),
+        files,
+        label: cell.get("label").and_then(Value::as_str).map(Into::into),
+    }
 }
 
 /// A change of a core answer (`{op: write, file, content}` or `{op: delete, file}`, the core's JSON

@@ -505,8 +505,16 @@ impl Inner {
             }
             last_detail.clone_from(&outcome.detail);
             let random = crate::random::unit()?;
-            let request =
-                self.retry_request(false, what, &cell.full, outcome.outcome, outcome.detail, attempts, rejections, random);
+            let request = self.retry_request(
+                false,
+                what,
+                &cell.full,
+                outcome.outcome,
+                outcome.detail,
+                attempts,
+                rejections,
+                random,
+            );
             let retry = core.git_retry(&request)?;
             std::thread::sleep(Duration::from_millis(retry.delay_ms));
         }

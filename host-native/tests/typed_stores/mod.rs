@@ -6,8 +6,8 @@
 //! the JSON operation answers it.
 
 use crate::convert;
-use baton_core::typed::stores as st;
 use baton_core::mutex;
+use baton_core::typed::stores as st;
 use baton_native::engine::CoreComponent;
 use baton_native::error::HostError;
 use serde::Serialize;
@@ -16,7 +16,8 @@ use serde::de::DeserializeOwned;
 type Answer = Result<String, HostError>;
 
 /// The operations of `api::OPS` that the component exports typed from `stores`.
-pub const OPS: [&str; 17] = [
+#[allow(dead_code)] // the boundary test uses it, the conformance test does not
+pub(crate) const OPS: [&str; 17] = [
     "cell-path",
     "scope-names",
     "list-cells",
@@ -46,12 +47,12 @@ fn print<T: Serialize>(answer: Result<T, HostError>) -> Answer {
 
 /// The answer of `stores` operation `op` to the JSON `input` (the JSON text, or the error code), or `None`
 /// for an operation of another interface.
-pub fn call(core: &mut CoreComponent, op: &str, input: &str) -> Option<Result<String, String>> {
+pub(crate) fn call(core: &mut CoreComponent, op: &str, input: &str) -> Option<Result<String, String>> {
     answer(core, op, input).map(|a| a.map_err(|e| e.code))
 }
 
 /// [`call`] with the whole error.
-pub fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<Answer> {
+pub(crate) fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<Answer> {
     Some(match op {
         "cell-path" => parse(input).and_then(|r: st::CellPathRequest| {
             print(core.cell_path(&r.env, &r.scope).map(convert::cell_location_back))
@@ -65,9 +66,8 @@ pub fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<Answer>
         "cell-file" => parse(input).and_then(|r: st::CellFileRequest| {
             print(core.cell_file(&convert::cell_out(r.cell), &r.file).map(|text| st::Text { text }))
         }),
-        "redact" => parse(input).and_then(|r: st::RedactRequest| {
-            print(core.redact(&r.text).map(|text| st::Text { text: Some(text) }))
-        }),
+        "redact" => parse(input)
+            .and_then(|r: st::RedactRequest| print(core.redact(&r.text).map(|text| st::Text { text: Some(text) }))),
         "io-error" => parse(input).and_then(|r: st::IoErrorRequest| {
             print(core.io_error(r.errno.as_deref(), &r.what, &r.detail).map(convert::io_failure_back))
         }),
