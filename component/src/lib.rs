@@ -203,12 +203,6 @@ impl Guest for Component {
     fn command_line(request: String) -> Result<String, Error> {
         call("command-line", request)
     }
-    fn gc_plan(request: String) -> Result<String, Error> {
-        call("gc-plan", request)
-    }
-    fn gc_outcome(request: String) -> Result<String, Error> {
-        call("gc-outcome", request)
-    }
     fn etcd_keys(request: String) -> Result<String, Error> {
         call("etcd-keys", request)
     }

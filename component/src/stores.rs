@@ -6,7 +6,7 @@ use crate::convert;
 use crate::exports::baton::core::stores::{self as ws, Guest};
 use crate::exports::baton::core::types::{Cell, Error};
 use baton_core::typed::stores as st;
-use baton_core::{gitclone, gitstore, gitstream, mutex};
+use baton_core::{gc, gitclone, gitstore, gitstream, mutex};
 
 impl Guest for Component {
     fn cell_path(env: String, scope: String) -> Result<ws::CellLocation, Error> {
@@ -69,5 +69,11 @@ impl Guest for Component {
     ) -> Result<ws::MutexJudgement, Error> {
         let request = mutex::VerdictRequest { content, host, proc, owner: owner.map(convert::owner_facts) };
         mutex::verdict(&request).map(convert::mutex_judgement).map_err(convert::error)
+    }
+    fn gc_plan(request: ws::GcRequest) -> Result<ws::GcVerdicts, Error> {
+        gc::plan(&convert::gc_request(request)).map(convert::gc_verdicts).map_err(convert::error)
+    }
+    fn gc_outcome(results: Vec<ws::DestroyResult>) -> ws::GcSummary {
+        convert::gc_summary(gc::outcome(&convert::destroy_results(results)))
     }
 }

@@ -10,7 +10,7 @@
 use baton_core::gitstore::{PushOutcome, RetryDecision};
 use baton_core::stores::listing::{Listed, Spelling};
 use baton_core::typed::stores as st;
-use baton_core::{gitclone, gitstream, mutex};
+use baton_core::{gc, gitclone, gitstream, mutex};
 use std::collections::BTreeMap;
 
 pub fn code_back(c: t::ErrorCode) -> Code {
@@ -246,4 +246,105 @@ pub fn mutex_judgement_back(v: ws::MutexJudgement) -> mutex::MutexVerdict {
         ws::Verdict::Zombie => mutex::Verdict::Zombie,
     };
     mutex::MutexVerdict { verdict, pid: v.pid, reason: v.reason, claim: v.claim }
+}
+
+pub fn gc_request(r: ws::GcRequest) -> gc::GcRequest {
+    gc::GcRequest {
+        scopes: r.scopes.into_iter().map(|s| gc::ListedScope { scope: s.scope, text: s.text }).collect(),
+        open_prs: r.open_prs,
+        ls_remote: r.ls_remote,
+        default_branch: r.default_branch,
+    }
+}
+
+pub fn gc_request_out(r: gc::GcRequest) -> ws::GcRequest {
+    ws::GcRequest {
+        scopes: r.scopes.into_iter().map(|s| ws::ListedScope { scope: s.scope, text: s.text }).collect(),
+        open_prs: r.open_prs,
+        ls_remote: r.ls_remote,
+        default_branch: r.default_branch,
+    }
+}
+
+fn judged(j: gc::Judged) -> ws::JudgedScope {
+    ws::JudgedScope { scope: j.scope, reason: j.reason, pr: j.pr }
+}
+
+fn judged_back(j: ws::JudgedScope) -> gc::Judged {
+    gc::Judged { scope: j.scope, reason: j.reason, pr: j.pr }
+}
+
+pub fn gc_verdicts(p: gc::GcPlan) -> ws::GcVerdicts {
+    ws::GcVerdicts {
+        abandoned: p.abandoned.into_iter().map(judged).collect(),
+        kept: p.kept.into_iter().map(judged).collect(),
+        open_prs: p.open_prs,
+        table: p.table,
+    }
+}
+
+pub fn gc_verdicts_back(p: ws::GcVerdicts) -> gc::GcPlan {
+    gc::GcPlan {
+        abandoned: p.abandoned.into_iter().map(judged_back).collect(),
+        kept: p.kept.into_iter().map(judged_back).collect(),
+        open_prs: p.open_prs,
+        table: p.table,
+    }
+}
+
+/// An error object a host reported (`{code, message, ...}`) as the WIT error: the typed facts, and the
+/// object itself, as it was, in `json`.
+pub fn error_object(obj: Map<String, Value>) -> t::Error {
+    let json = Value::Object(obj.clone()).to_string();
+    t::Error { json, ..error(CoreError::from_json(obj)) }
+}
+
+/// The error object a WIT error stands for: its `json` as it was, with the typed code and message.
+pub fn error_object_back(e: t::Error) -> Map<String, Value> {
+    let mut obj = match serde_json::from_str::<Value>(&e.json) {
+        Ok(Value::Object(obj)) => obj,
+        _ => Map::new(),
+    };
+    obj.insert("code".into(), code_name(e.code).into());
+    obj.insert("message".into(), e.message.into());
+    obj
+}
+
+pub fn destroy_results(results: Vec<ws::DestroyResult>) -> gc::OutcomeRequest {
+    let results =
+        results.into_iter().map(|r| gc::DestroyResult { scope: r.scope, error: r.error.map(error_object_back) });
+    gc::OutcomeRequest { results: results.collect() }
+}
+
+pub fn destroy_results_out(r: gc::OutcomeRequest) -> Vec<ws::DestroyResult> {
+    r.results.into_iter().map(|r| ws::DestroyResult { scope: r.scope, error: r.error.map(error_object) }).collect()
+}
+
+fn failed_destroy(f: gc::FailedDestroy) -> ws::FailedDestroy {
+    ws::FailedDestroy { scope: f.scope, error: error_object(f.error) }
+}
+
+fn failed_destroy_back(f: ws::FailedDestroy) -> gc::FailedDestroy {
+    gc::FailedDestroy { scope: f.scope, error: error_object_back(f.error) }
+}
+
+pub fn gc_summary(o: gc::GcOutcome) -> ws::GcSummary {
+    ws::GcSummary {
+        destroyed: o.destroyed,
+        skipped: o.skipped.into_iter().map(failed_destroy).collect(),
+        failed: o.failed.into_iter().map(failed_destroy).collect(),
+        error: o.error.map(|e| ws::GcFailure {
+            code: code(Code::parse(&e.code).unwrap_or(Code::Internal)),
+            message: e.message,
+        }),
+    }
+}
+
+pub fn gc_summary_back(o: ws::GcSummary) -> gc::GcOutcome {
+    gc::GcOutcome {
+        destroyed: o.destroyed,
+        skipped: o.skipped.into_iter().map(failed_destroy_back).collect(),
+        failed: o.failed.into_iter().map(failed_destroy_back).collect(),
+        error: o.error.map(|e| gc::GcError { code: code_name(e.code).to_owned(), message: e.message }),
+    }
 }

@@ -28,7 +28,7 @@ mod in_place;
 mod run;
 mod stores;
 pub use run::RunRef;
-pub use stores::{cell_of, change_of, code_name};
+pub use stores::{cell_of, change_of, code_name, code_of, wit_error};
 
 use bindings::Core;
 use bindings::exports::baton::core::types::Error as WitError;
@@ -155,8 +155,6 @@ impl CoreComponent {
             "claim-free" => d.call_claim_free(s, &req),
             "claim-move" => d.call_claim_move(s, &req),
             "command-line" => d.call_command_line(s, &req),
-            "gc-plan" => d.call_gc_plan(s, &req),
-            "gc-outcome" => d.call_gc_outcome(s, &req),
             "etcd-keys" => d.call_etcd_keys(s, &req),
             "etcd-txn" => d.call_etcd_txn(s, &req),
             "etcd-list" => d.call_etcd_list(s, &req),

@@ -3,7 +3,7 @@
 //! a refusal is a [`HostError`] with the core's code and details.
 
 use super::bindings::exports::baton::core::stores as ws;
-use super::bindings::exports::baton::core::types::{Cell, CellFile, Change, ErrorCode};
+use super::bindings::exports::baton::core::types::{Cell, CellFile, Change, Error, ErrorCode};
 use super::{CoreComponent, from_wit, wasm_error};
 use crate::error::HostError;
 use serde_json::Value;
@@ -125,6 +125,17 @@ impl CoreComponent {
         let s = self.core.baton_core_stores();
         s.call_mutex_verdict(&mut self.store, content, host, proc, owner).map_err(wasm_error)?.map_err(from_wit)
     }
+
+    /// Which scopes `baton gc` collects; `USAGE` for open pull requests it cannot read.
+    pub fn gc_plan(&mut self, request: &ws::GcRequest) -> Result<ws::GcVerdicts, HostError> {
+        let s = self.core.baton_core_stores();
+        s.call_gc_plan(&mut self.store, request).map_err(wasm_error)?.map_err(from_wit)
+    }
+
+    /// How `gc --destroy` ended, from each destroy's end in order.
+    pub fn gc_outcome(&mut self, results: &[ws::DestroyResult]) -> Result<ws::GcSummary, HostError> {
+        self.core.baton_core_stores().call_gc_outcome(&mut self.store, results).map_err(wasm_error)
+    }
 }
 
 /// The JSON spelling of an error code (`LOCK_HELD`), as [`HostError::code`] carries it.
@@ -177,5 +188,48 @@ pub fn change_of(change: &Value) -> Result<Change, HostError> {
         (Some("write"), Some(name), Some(content)) => Ok(Change::Write(CellFile { name, content })),
         (Some("delete"), Some(name), _) => Ok(Change::Delete(name)),
         _ => Err(HostError::internal(format!("the core answered a change that is not one: {change}"))),
+    }
+}
+
+/// The code named `name` (`LOCK_HELD`); `internal` for a name that is not one of the core's codes.
+pub fn code_of(name: &str) -> ErrorCode {
+    const ALL: [ErrorCode; 17] = [
+        ErrorCode::LockHeld,
+        ErrorCode::LockLost,
+        ErrorCode::LockCorrupt,
+        ErrorCode::OwnedByOtherScope,
+        ErrorCode::EnvNotApproved,
+        ErrorCode::CtxNull,
+        ErrorCode::Usage,
+        ErrorCode::StoreContended,
+        ErrorCode::StoreRejected,
+        ErrorCode::StorePermission,
+        ErrorCode::ReceiptCorrupt,
+        ErrorCode::ReceiptVersion,
+        ErrorCode::IntentUnresolved,
+        ErrorCode::CommandFailed,
+        ErrorCode::Interrupted,
+        ErrorCode::Internal,
+        ErrorCode::RandomUnavailable,
+    ];
+    ALL.into_iter().find(|c| code_name(*c) == name).unwrap_or(ErrorCode::Internal)
+}
+
+/// A host error as the component's error record, for the functions that take one (`gc-outcome`): the
+/// code, the message, the text facts, and the whole error object in `json` (which the core reads).
+pub fn wit_error(e: &HostError) -> Error {
+    let text = |k: &str| e.details.get(k).and_then(Value::as_str).map(str::to_owned);
+    Error {
+        code: code_of(&e.code),
+        message: e.message.clone(),
+        hint: None,
+        lock: None,
+        current: None,
+        holder: text("holder"),
+        epoch: e.details.get("epoch").and_then(Value::as_u64),
+        owner: text("owner"),
+        environment: text("environment"),
+        scope: text("scope"),
+        json: e.to_json().to_string(),
     }
 }

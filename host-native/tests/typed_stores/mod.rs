@@ -6,7 +6,7 @@
 //! the JSON operation answers it.
 
 use crate::convert;
-use baton_core::mutex;
+use baton_core::{gc, mutex};
 use baton_core::typed::stores as st;
 use baton_native::engine::CoreComponent;
 use baton_native::error::HostError;
@@ -17,7 +17,7 @@ type Answer = Result<String, HostError>;
 
 /// The operations of `api::OPS` that the component exports typed from `stores`.
 #[allow(dead_code)] // the boundary test uses it, the conformance test does not
-pub(crate) const OPS: [&str; 17] = [
+pub(crate) const OPS: [&str; 19] = [
     "cell-path",
     "scope-names",
     "list-cells",
@@ -35,6 +35,8 @@ pub(crate) const OPS: [&str; 17] = [
     "git-cat-parse",
     "mutex-content",
     "mutex-verdict",
+    "gc-plan",
+    "gc-outcome",
 ];
 
 fn parse<T: DeserializeOwned>(input: &str) -> Result<T, HostError> {
@@ -106,6 +108,12 @@ pub(crate) fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<
             let owner = r.owner.map(convert::owner_facts_out);
             let verdict = core.mutex_verdict(&r.content, &r.host, r.proc, owner.as_ref());
             print(verdict.map(convert::mutex_judgement_back))
+        }),
+        "gc-plan" => parse(input).and_then(|r: gc::GcRequest| {
+            print(core.gc_plan(&convert::gc_request_out(r)).map(convert::gc_verdicts_back))
+        }),
+        "gc-outcome" => parse(input).and_then(|r: gc::OutcomeRequest| {
+            print(core.gc_outcome(&convert::destroy_results_out(r)).map(convert::gc_summary_back))
         }),
         _ => return None,
     })
