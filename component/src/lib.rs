@@ -168,9 +168,6 @@ impl Guest for Component {
     fn receipt_parse(request: String) -> Result<String, Error> {
         call("receipt-parse", request)
     }
-    fn render(request: String) -> Result<String, Error> {
-        call("render", request)
-    }
     fn error_codes() -> Vec<ErrorInfo> {
         Code::ALL
             .into_iter()

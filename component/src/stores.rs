@@ -76,4 +76,8 @@ impl Guest for Component {
     fn gc_outcome(results: Vec<ws::DestroyResult>) -> ws::GcSummary {
         convert::gc_summary(gc::outcome(&convert::destroy_results(results)))
     }
+    fn render(command: Option<String>, outcome: ws::CommandOutcome) -> Result<ws::Rendered, Error> {
+        let input = convert::render_input(command, outcome).map_err(convert::error)?;
+        Ok(convert::rendered(baton_core::envelope::render(input)))
+    }
 }

@@ -10,7 +10,7 @@
 use baton_core::gitstore::{PushOutcome, RetryDecision};
 use baton_core::stores::listing::{Listed, Spelling};
 use baton_core::typed::stores as st;
-use baton_core::{gc, gitclone, gitstream, mutex};
+use baton_core::{envelope, gc, gitclone, gitstream, mutex};
 use std::collections::BTreeMap;
 
 pub fn code_back(c: t::ErrorCode) -> Code {
@@ -299,14 +299,19 @@ pub fn error_object(obj: Map<String, Value>) -> t::Error {
     t::Error { json, ..error(CoreError::from_json(obj)) }
 }
 
-/// The error object a WIT error stands for: its `json` as it was, with the typed code and message.
+/// The error object a WIT error stands for: its `json` as it was (a code the core does not know included),
+/// with the typed code and message where it has none.
 pub fn error_object_back(e: t::Error) -> Map<String, Value> {
     let mut obj = match serde_json::from_str::<Value>(&e.json) {
         Ok(Value::Object(obj)) => obj,
         _ => Map::new(),
     };
-    obj.insert("code".into(), code_name(e.code).into());
-    obj.insert("message".into(), e.message.into());
+    if !obj.contains_key("code") {
+        obj.insert("code".into(), code_name(e.code).into());
+    }
+    if !obj.contains_key("message") {
+        obj.insert("message".into(), e.message.into());
+    }
     obj
 }
 
@@ -347,4 +352,33 @@ pub fn gc_summary_back(o: ws::GcSummary) -> gc::GcOutcome {
         failed: o.failed.into_iter().map(failed_destroy_back).collect(),
         error: o.error.map(|e| gc::GcError { code: code_name(e.code).to_owned(), message: e.message }),
     }
+}
+
+/// The render input of a command outcome; `INTERNAL` for data that is not a JSON object.
+pub fn render_input(command: Option<String>, outcome: ws::CommandOutcome) -> Result<envelope::RenderInput, CoreError> {
+    let (data, error) = match outcome {
+        ws::CommandOutcome::Data(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(data)) => (Some(data), None),
+            _ => return Err(CoreError::internal("a command's data must be a JSON object")),
+        },
+        ws::CommandOutcome::Failed(e) => (None, Some(error_object_back(e))),
+    };
+    Ok(envelope::RenderInput { command, data, error })
+}
+
+/// A render input as the component's arguments (an error wins over data, as `render` reads it).
+pub fn render_input_out(r: envelope::RenderInput) -> (Option<String>, ws::CommandOutcome) {
+    let outcome = match (r.error, r.data) {
+        (Some(e), _) => ws::CommandOutcome::Failed(error_object(e)),
+        (None, data) => ws::CommandOutcome::Data(Value::Object(data.unwrap_or_default()).to_string()),
+    };
+    (r.command, outcome)
+}
+
+pub fn rendered(r: envelope::Rendered) -> ws::Rendered {
+    ws::Rendered { envelope: r.envelope.to_string(), exit: r.exit, text: r.text }
+}
+
+pub fn rendered_back(r: ws::Rendered) -> envelope::Rendered {
+    envelope::Rendered { envelope: serde_json::from_str(&r.envelope).unwrap_or(Value::Null), exit: r.exit, text: r.text }
 }

@@ -148,7 +148,6 @@ impl CoreComponent {
             "destroy-plan" => d.call_destroy_plan(s, &req),
             "scope-status" => d.call_scope_status(s, &req),
             "receipt-parse" => d.call_receipt_parse(s, &req),
-            "render" => d.call_render(s, &req),
             "claim-cell" => d.call_claim_cell(s, &req),
             "claim-take" => d.call_claim_take(s, &req),
             "claim-facts" => d.call_claim_facts(s, &req),

@@ -136,6 +136,12 @@ impl CoreComponent {
     pub fn gc_outcome(&mut self, results: &[ws::DestroyResult]) -> Result<ws::GcSummary, HostError> {
         self.core.baton_core_stores().call_gc_outcome(&mut self.store, results).map_err(wasm_error)
     }
+
+    /// The envelope and exit code of `command`'s outcome.
+    pub fn render(&mut self, command: Option<&str>, outcome: &ws::CommandOutcome) -> Result<ws::Rendered, HostError> {
+        let s = self.core.baton_core_stores();
+        s.call_render(&mut self.store, command, outcome).map_err(wasm_error)?.map_err(from_wit)
+    }
 }
 
 /// The JSON spelling of an error code (`LOCK_HELD`), as [`HostError::code`] carries it.

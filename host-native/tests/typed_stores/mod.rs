@@ -17,7 +17,7 @@ type Answer = Result<String, HostError>;
 
 /// The operations of `api::OPS` that the component exports typed from `stores`.
 #[allow(dead_code)] // the boundary test uses it, the conformance test does not
-pub(crate) const OPS: [&str; 19] = [
+pub(crate) const OPS: [&str; 20] = [
     "cell-path",
     "scope-names",
     "list-cells",
@@ -37,6 +37,7 @@ pub(crate) const OPS: [&str; 19] = [
     "mutex-verdict",
     "gc-plan",
     "gc-outcome",
+    "render",
 ];
 
 fn parse<T: DeserializeOwned>(input: &str) -> Result<T, HostError> {
@@ -114,6 +115,10 @@ pub(crate) fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<
         }),
         "gc-outcome" => parse(input).and_then(|r: gc::OutcomeRequest| {
             print(core.gc_outcome(&convert::destroy_results_out(r)).map(convert::gc_summary_back))
+        }),
+        "render" => parse(input).and_then(|r: baton_core::envelope::RenderInput| {
+            let (command, outcome) = convert::render_input_out(r);
+            print(core.render(command.as_deref(), &outcome).map(convert::rendered_back))
         }),
         _ => return None,
     })
