@@ -105,9 +105,6 @@ impl Guest for Component {
     fn store_spec(request: String) -> Result<String, Error> {
         call("store-spec", request)
     }
-    fn detect_context(request: String) -> Result<String, Error> {
-        call("detect-context", request)
-    }
     fn lock_acquire(request: String) -> Result<String, Error> {
         call("lock-acquire", request)
     }

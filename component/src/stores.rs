@@ -80,4 +80,8 @@ impl Guest for Component {
         let input = convert::render_input(command, outcome).map_err(convert::error)?;
         Ok(convert::rendered(baton_core::envelope::render(input)))
     }
+    fn detect_context(request: ws::ContextRequest) -> Result<ws::Detection, Error> {
+        let input = convert::context_request(request).map_err(convert::error)?;
+        baton_core::context::detect(&input).map(convert::detection).map_err(convert::error)
+    }
 }

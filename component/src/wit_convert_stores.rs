@@ -10,7 +10,7 @@
 use baton_core::gitstore::{PushOutcome, RetryDecision};
 use baton_core::stores::listing::{Listed, Spelling};
 use baton_core::typed::stores as st;
-use baton_core::{envelope, gc, gitclone, gitstream, mutex};
+use baton_core::{context, envelope, gc, gitclone, gitstream, mutex};
 use std::collections::BTreeMap;
 
 pub fn code_back(c: t::ErrorCode) -> Code {
@@ -381,4 +381,117 @@ pub fn rendered(r: envelope::Rendered) -> ws::Rendered {
 
 pub fn rendered_back(r: ws::Rendered) -> envelope::Rendered {
     envelope::Rendered { envelope: serde_json::from_str(&r.envelope).unwrap_or(Value::Null), exit: r.exit, text: r.text }
+}
+
+fn pr_given(p: ws::PrGiven) -> Value {
+    match p {
+        ws::PrGiven::None => Value::Null,
+        ws::PrGiven::Number(n) => n.into(),
+        ws::PrGiven::Text(s) => s.into(),
+        ws::PrGiven::Invalid(json) => serde_json::from_str(&json).unwrap_or(Value::String(json)),
+    }
+}
+
+fn pr_given_out(v: Value) -> ws::PrGiven {
+    match v {
+        Value::Null => ws::PrGiven::None,
+        Value::String(s) => ws::PrGiven::Text(s),
+        Value::Number(n) if n.as_u64().is_some() => ws::PrGiven::Number(n.as_u64().unwrap_or_default()),
+        other => ws::PrGiven::Invalid(other.to_string()),
+    }
+}
+
+/// The detection input; `INTERNAL` for an event that is not JSON.
+pub fn context_request(r: ws::ContextRequest) -> Result<context::ContextInput, CoreError> {
+    let event = match r.event {
+        None => None,
+        Some(text) => Some(
+            serde_json::from_str(&text).map_err(|e| CoreError::internal(format!("the event is not JSON: {e}")))?,
+        ),
+    };
+    let o = r.overrides;
+    Ok(context::ContextInput {
+        overrides: context::Overrides {
+            env: o.env,
+            branch: o.branch,
+            sha: o.sha,
+            pr: o.pr.map(pr_given),
+            default_branch: o.default_branch,
+            scope: o.scope,
+        },
+        vars: r.vars.into_iter().map(|v| (v.name, v.value)).collect(),
+        event,
+        git: r.git.map(|g| context::GitFacts { branch: g.branch, sha: g.sha, pr: g.pr, error: g.error }),
+        env_only: r.env_only,
+        scope_only: r.scope_only,
+    })
+}
+
+pub fn context_request_out(r: context::ContextInput) -> ws::ContextRequest {
+    let o = r.overrides;
+    ws::ContextRequest {
+        overrides: ws::ContextOverrides {
+            env: o.env,
+            branch: o.branch,
+            sha: o.sha,
+            pr: o.pr.map(pr_given_out),
+            default_branch: o.default_branch,
+            scope: o.scope,
+        },
+        vars: r.vars.into_iter().map(|(name, value)| ws::EnvVar { name, value }).collect(),
+        event: r.event.map(|e| e.to_string()),
+        git: r.git.map(|g| ws::GitFacts { branch: g.branch, sha: g.sha, pr: g.pr, error: g.error }),
+        env_only: r.env_only,
+        scope_only: r.scope_only,
+    }
+}
+
+pub fn detection(d: context::Detection) -> ws::Detection {
+    match d {
+        context::Detection::Detected { context: c } => ws::Detection::Detected(ws::RunContext {
+            env: c.env,
+            branch: c.branch,
+            sha: c.sha,
+            pr: c.pr,
+            default_branch: c.default_branch,
+            scope: Some(c.scope),
+        }),
+        context::Detection::Environment { context: c } => ws::Detection::Detected(ws::RunContext {
+            env: c.env,
+            branch: c.branch,
+            sha: c.sha,
+            pr: c.pr,
+            default_branch: c.default_branch,
+            scope: c.scope,
+        }),
+        context::Detection::NeedsGit { ask_pr } => ws::Detection::NeedsGit(ask_pr),
+    }
+}
+
+pub fn detection_back(d: ws::Detection) -> context::Detection {
+    match d {
+        ws::Detection::Detected(c) => match c.scope {
+            Some(scope) => context::Detection::Detected {
+                context: context::Context {
+                    env: c.env,
+                    branch: c.branch,
+                    sha: c.sha,
+                    pr: c.pr,
+                    default_branch: c.default_branch,
+                    scope,
+                },
+            },
+            None => context::Detection::Environment {
+                context: context::EnvironmentContext {
+                    env: c.env,
+                    branch: c.branch,
+                    sha: c.sha,
+                    pr: c.pr,
+                    default_branch: c.default_branch,
+                    scope: None,
+                },
+            },
+        },
+        ws::Detection::NeedsGit(ask_pr) => context::Detection::NeedsGit { ask_pr },
+    }
 }

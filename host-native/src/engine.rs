@@ -127,7 +127,6 @@ impl CoreComponent {
                 return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?).to_string());
             }
             "store-spec" => d.call_store_spec(s, &req),
-            "detect-context" => d.call_detect_context(s, &req),
             "lock-acquire" => d.call_lock_acquire(s, &req),
             "lock-renew" => d.call_lock_renew(s, &req),
             "lock-release" => d.call_lock_release(s, &req),

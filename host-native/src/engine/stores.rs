@@ -142,6 +142,12 @@ impl CoreComponent {
         let s = self.core.baton_core_stores();
         s.call_render(&mut self.store, command, outcome).map_err(wasm_error)?.map_err(from_wit)
     }
+
+    /// Detects the context of a command (at most two calls: the second with git facts).
+    pub fn detect_context(&mut self, request: &ws::ContextRequest) -> Result<ws::Detection, HostError> {
+        let s = self.core.baton_core_stores();
+        s.call_detect_context(&mut self.store, request).map_err(wasm_error)?.map_err(from_wit)
+    }
 }
 
 /// The JSON spelling of an error code (`LOCK_HELD`), as [`HostError::code`] carries it.

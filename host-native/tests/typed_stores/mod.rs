@@ -6,8 +6,8 @@
 //! the JSON operation answers it.
 
 use crate::convert;
-use baton_core::{gc, mutex};
 use baton_core::typed::stores as st;
+use baton_core::{gc, mutex};
 use baton_native::engine::CoreComponent;
 use baton_native::error::HostError;
 use serde::Serialize;
@@ -17,7 +17,7 @@ type Answer = Result<String, HostError>;
 
 /// The operations of `api::OPS` that the component exports typed from `stores`.
 #[allow(dead_code)] // the boundary test uses it, the conformance test does not
-pub(crate) const OPS: [&str; 20] = [
+pub(crate) const OPS: [&str; 21] = [
     "cell-path",
     "scope-names",
     "list-cells",
@@ -38,6 +38,7 @@ pub(crate) const OPS: [&str; 20] = [
     "gc-plan",
     "gc-outcome",
     "render",
+    "detect-context",
 ];
 
 fn parse<T: DeserializeOwned>(input: &str) -> Result<T, HostError> {
@@ -119,6 +120,9 @@ pub(crate) fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<
         "render" => parse(input).and_then(|r: baton_core::envelope::RenderInput| {
             let (command, outcome) = convert::render_input_out(r);
             print(core.render(command.as_deref(), &outcome).map(convert::rendered_back))
+        }),
+        "detect-context" => parse(input).and_then(|r: baton_core::context::ContextInput| {
+            print(core.detect_context(&convert::context_request_out(r)).map(convert::detection_back))
         }),
         _ => return None,
     })
