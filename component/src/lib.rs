@@ -1,6 +1,6 @@
 //! The baton core as a WebAssembly component (`wit/`, world `core`), with no imports.
 //!
-//! Type conversions only: the typed interfaces (`locks`, `leases`) convert with [`convert`] and call the
+//! Type conversions only: the typed interfaces (`locks`, `leases`, `stores`) convert with [`convert`] and call the
 //! core's typed functions; the JSON ones of `decisions` forward to [`baton_core::api::invoke`].
 
 // The generated bindings declare the canonical-ABI exports, which needs `unsafe` and `export_name`.
@@ -12,6 +12,7 @@ wit_bindgen::generate!({ world: "core", path: "../wit" });
 
 mod convert;
 mod locks;
+mod stores;
 
 use baton_core::run::json as run_json;
 use baton_core::{CoreError, ErrorCode as Code, api};
@@ -104,15 +105,6 @@ impl Guest for Component {
     fn store_spec(request: String) -> Result<String, Error> {
         call("store-spec", request)
     }
-    fn cell_path(request: String) -> Result<String, Error> {
-        call("cell-path", request)
-    }
-    fn scope_names(request: String) -> Result<String, Error> {
-        call("scope-names", request)
-    }
-    fn detect_context(request: String) -> Result<String, Error> {
-        call("detect-context", request)
-    }
     fn lock_acquire(request: String) -> Result<String, Error> {
         call("lock-acquire", request)
     }
@@ -173,21 +165,6 @@ impl Guest for Component {
     fn receipt_parse(request: String) -> Result<String, Error> {
         call("receipt-parse", request)
     }
-    fn git_push_outcome(request: String) -> Result<String, Error> {
-        call("git-push-outcome", request)
-    }
-    fn git_retry(request: String) -> Result<String, Error> {
-        call("git-retry", request)
-    }
-    fn git_readme(request: String) -> Result<String, Error> {
-        call("git-readme", request)
-    }
-    fn redact(request: String) -> Result<String, Error> {
-        call("redact", request)
-    }
-    fn render(request: String) -> Result<String, Error> {
-        call("render", request)
-    }
     fn error_codes() -> Vec<ErrorInfo> {
         Code::ALL
             .into_iter()
@@ -201,39 +178,6 @@ impl Guest for Component {
     }
     fn cell_files() -> Vec<String> {
         baton_core::cell::STATE_FILES.iter().map(|f| (*f).to_owned()).collect()
-    }
-    fn cell_file(request: String) -> Result<String, Error> {
-        call("cell-file", request)
-    }
-    fn io_error(request: String) -> Result<String, Error> {
-        call("io-error", request)
-    }
-    fn list_cells(request: String) -> Result<String, Error> {
-        call("list-cells", request)
-    }
-    fn git_env(request: String) -> Result<String, Error> {
-        call("git-env", request)
-    }
-    fn mutex_content(request: String) -> Result<String, Error> {
-        call("mutex-content", request)
-    }
-    fn mutex_verdict(request: String) -> Result<String, Error> {
-        call("mutex-verdict", request)
-    }
-    fn store_deadline(request: String) -> Result<String, Error> {
-        call("store-deadline", request)
-    }
-    fn git_clone_name(request: String) -> Result<String, Error> {
-        call("git-clone-name", request)
-    }
-    fn git_stale_clones(request: String) -> Result<String, Error> {
-        call("git-stale-clones", request)
-    }
-    fn git_commit(request: String) -> Result<String, Error> {
-        call("git-commit", request)
-    }
-    fn git_cat_parse(request: String) -> Result<String, Error> {
-        call("git-cat-parse", request)
     }
     fn claim_cell(request: String) -> Result<String, Error> {
         call("claim-cell", request)
@@ -252,12 +196,6 @@ impl Guest for Component {
     }
     fn command_line(request: String) -> Result<String, Error> {
         call("command-line", request)
-    }
-    fn gc_plan(request: String) -> Result<String, Error> {
-        call("gc-plan", request)
-    }
-    fn gc_outcome(request: String) -> Result<String, Error> {
-        call("gc-outcome", request)
     }
     fn etcd_keys(request: String) -> Result<String, Error> {
         call("etcd-keys", request)

@@ -13,6 +13,7 @@ use crate::lock;
 use crate::ownership;
 use crate::scope::scope_for;
 use crate::time::UnixMs;
+use crate::typed::stores as st;
 use serde::Deserialize;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -88,21 +89,8 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             Ok(json!({ "scope": scope_for(&r.branch, r.pr, r.default_branch.as_deref()) }))
         }),
         "store-spec" => run(op, input, |r: StoreSpecRequest| store_spec(&r)),
-        "cell-path" => run(op, input, |r: CellPathRequest| cell_path(&r.env, &r.scope)),
-        "scope-names" => run(op, input, |r: ScopeNamesRequest| {
-            let names: Vec<Option<String>> = r
-                .dirs
-                .iter()
-                .map(|d| {
-                    // Only what an encoding (dir or git ref) produces: `.tmp` or `=41` are not scope directories.
-                    crate::names::decode_segment(d).filter(|n| {
-                        crate::scope::validate_name("scope", n).is_ok()
-                            && (crate::names::path_segment(n) == *d || crate::names::ref_segment(n) == *d)
-                    })
-                })
-                .collect();
-            Ok(json!({ "scopes": names }))
-        }),
+        "cell-path" => run(op, input, |r: st::CellPathRequest| st::cell_path(&r.env, &r.scope)),
+        "scope-names" => run(op, input, |r: st::ScopeNamesRequest| Ok(st::scope_names(&r.dirs))),
         "detect-context" => run(op, input, |r: ContextInput| detect(&r)),
         "lock-acquire" => run(op, input, |r: AcquireRequest| {
             let cell = Cell { label: r.label.or(r.cell.label.clone()), ..r.cell };
@@ -175,80 +163,42 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             let receipt = crate::receipt::parse_receipt(&r.text, &r.place)?;
             Ok(json!({ "receipt": receipt.to_value() }))
         }),
-        "git-push-outcome" => run(op, input, |r: PushOutcomeRequest| {
-            let (outcome, detail) = crate::gitstore::classify_push(r.exit_code, &r.stderr);
-            Ok(json!({ "outcome": outcome, "detail": crate::gitstore::redact(&detail) }))
-        }),
-        "git-retry" => run(op, input, |r: RetryRequest| {
-            crate::gitstore::retry(
-                r.read,
-                &r.what,
-                &r.reference,
-                &r.remote,
-                r.outcome,
-                &r.detail,
-                r.attempts,
-                r.rejections,
-                r.elapsed_ms,
-                r.budget_ms,
-                r.random,
-            )
-        }),
-        "git-readme" => run(op, input, |r: ReadmeRequest| {
-            let text = match &r.env {
-                Some(env) => crate::gitstore::readme_for(env),
-                None => crate::gitstore::readme(r.parent_object),
-            };
-            Ok(json!({ "text": text }))
-        }),
-        "redact" => run(op, input, |r: RedactRequest| Ok(json!({ "text": crate::gitstore::redact(&r.text) }))),
+        "git-push-outcome" => {
+            run(op, input, |r: st::PushOutcomeRequest| Ok(st::git_push_outcome(r.exit_code, &r.stderr)))
+        }
+        "git-retry" => run(op, input, |r: st::RetryRequest| st::git_retry(&r)),
+        "git-readme" => {
+            run(op, input, |r: st::ReadmeRequest| Ok(st::Text { text: Some(st::git_readme(&r).to_owned()) }))
+        }
+        "redact" => {
+            run(op, input, |r: st::RedactRequest| Ok(st::Text { text: Some(crate::gitstore::redact(&r.text)) }))
+        }
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
         "error-codes" => Ok(to_json(&error_codes())),
         "cell-files" => Ok(to_json(&STATE_FILES)),
-        "cell-file" => run(op, input, |r: CellFileRequest| Ok(json!({ "text": r.cell.file(&r.file) }))),
-        "io-error" => run(op, input, |r: IoErrorRequest| {
-            let errno = r.errno.as_deref();
-            let (code, _) = crate::stores::errno::classify(errno);
-            let message = crate::stores::errno::message(errno, &r.what, &r.detail);
-            Ok(json!({ "code": code.as_str(), "message": message, "errno": errno }))
-        }),
-        "list-cells" => run(op, input, |r: ListCellsRequest| {
-            let (segment, cells) = crate::stores::listing::list_cells(&r.env, r.spelling, &r.names)?;
-            Ok(json!({ "segment": segment, "cells": cells }))
-        }),
-        "git-env" => {
-            let set: serde_json::Map<String, serde_json::Value> =
-                crate::stores::git_env::SET.iter().map(|(k, v)| ((*k).to_owned(), (*v).into())).collect();
-            Ok(to_json(&json!({ "remove": crate::stores::git_env::REMOVE, "set": set })))
+        "cell-file" => {
+            run(op, input, |r: st::CellFileRequest| Ok(st::Text { text: r.cell.file(&r.file).map(str::to_owned) }))
         }
+        "io-error" => run(op, input, |r: st::IoErrorRequest| Ok(st::io_error(&r))),
+        "list-cells" => run(op, input, |r: st::ListCellsRequest| st::list_cells(&r)),
+        "git-env" => Ok(to_json(&st::git_env())),
         "mutex-content" => run(op, input, |r: crate::mutex::ContentRequest| crate::mutex::content(&r)),
         "mutex-verdict" => run(op, input, |r: crate::mutex::VerdictRequest| crate::mutex::verdict(&r)),
-        "store-deadline" => run(op, input, |r: StoreDeadlineRequest| {
-            let remaining = crate::gitstore::remaining(r.now_ms, r.started_ms, r.budget_ms, r.deadline_ms);
-            Ok(json!({ "remainingMs": remaining }))
+        "store-deadline" => run(op, input, |r: st::StoreDeadlineRequest| {
+            let remaining_ms = crate::gitstore::remaining(r.now_ms, r.started_ms, r.budget_ms, r.deadline_ms);
+            Ok(st::Remaining { remaining_ms })
         }),
-        "git-clone-name" => run(op, input, |r: CloneNameRequest| {
+        "git-clone-name" => run(op, input, |r: st::CloneNameRequest| {
             let name = crate::gitclone::clone_name(&r.remote, &r.host, r.pid, r.start.as_deref(), &r.random);
-            Ok(json!({ "name": name }))
+            Ok(st::Name { name })
         }),
-        "git-commit" => run(op, input, |r: GitCommitRequest| {
-            let seed: Vec<(String, String)> = r.seed.into_iter().map(|f| (f.path, f.text)).collect();
-            crate::gitstream::commit(
-                &r.env,
-                &r.scope,
-                &r.dir,
-                r.tip.as_deref(),
-                &r.changes,
-                r.old_lock.as_deref(),
-                &seed,
-            )
+        "git-commit" => run(op, input, |r: st::GitCommitRequest| st::git_commit(&r)),
+        "git-cat-parse" => run(op, input, |r: st::CatParseRequest| {
+            Ok(st::CatObjects { objects: crate::gitstream::parse_batch(&r.output, r.count)? })
         }),
-        "git-cat-parse" => run(op, input, |r: CatParseRequest| {
-            Ok(json!({ "objects": crate::gitstream::parse_batch(&r.output, r.count)? }))
+        "git-stale-clones" => run(op, input, |r: st::StaleClonesRequest| {
+            Ok(crate::gitclone::stale(&r.names, &r.host, r.processes.as_ref()))
         }),
-        "git-stale-clones" => {
-            run(op, input, |r: StaleClonesRequest| Ok(crate::gitclone::stale(&r.names, &r.host, r.processes.as_ref())))
-        }
         "claim-cell" => run(op, input, |r: ClaimCellRequest| {
             let (env, scope) = claims::claim_cell(&r.env, &r.resource.adapter, &r.resource.provider, &r.resource.key);
             Ok(json!({ "env": env, "scope": scope }))
@@ -468,26 +418,6 @@ fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
     }
 }
 
-/// `cell-path`: `{env, scope}` -> `{dir, ref}`: the cell's directory in a dir store (`env/scope`, segments
-/// encoded by [`crate::names::path_segment`]) and its ref suffix in a git store ([`crate::names::ref_segment`]).
-/// `USAGE` for a name that is not valid, before any host touches a file.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CellPathRequest {
-    env: String,
-    scope: String,
-}
-
-fn cell_path(env: &str, scope: &str) -> Result<serde_json::Value, CoreError> {
-    use crate::names::{path_segment, ref_segment};
-    crate::scope::validate_name("env", env)?;
-    crate::scope::validate_name("scope", scope)?;
-    Ok(json!({
-        "dir": format!("{}/{}", path_segment(env), path_segment(scope)),
-        "ref": format!("{}/{}", ref_segment(env), ref_segment(scope)),
-    }))
-}
-
 /// `lock-acquire`: `{cell, holder, ttlMs, nowMs}` -> `{changes, lock, preempted}`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -570,14 +500,6 @@ struct FencedWriteRequest {
     _now_ms: Option<UnixMs>,
 }
 
-/// `scope-names`: `{dirs}` -> `{scopes}`: the scope each directory name of an environment stands for
-/// (`null` for a directory that is not a scope).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ScopeNamesRequest {
-    dirs: Vec<String>,
-}
-
 /// `receipt-parse`: `{text, place}` -> `{receipt}` (validated; version 1 migrated), or `RECEIPT_CORRUPT` /
 /// `RECEIPT_VERSION` naming `place`.
 #[derive(Deserialize)]
@@ -585,37 +507,6 @@ struct ScopeNamesRequest {
 struct ReceiptParseRequest {
     text: String,
     place: String,
-}
-
-/// `git-push-outcome`: `{exitCode, stderr}` -> `{outcome: ok|race|permission|rejected|other, detail}`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct PushOutcomeRequest {
-    exit_code: i32,
-    stderr: String,
-}
-
-/// `git-retry`: `{read?, what, ref, remote, outcome, detail, attempts, rejections, elapsedMs, budgetMs, random}`
-/// -> `{retry, delayMs}` (`outcome` may also be `timeout`: git was killed at the deadline), or `STORE_CONTENDED` / `STORE_REJECTED` / `STORE_PERMISSION` / `INTERNAL`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RetryRequest {
-    /// A fetch or ls-remote rather than a push (default false).
-    #[serde(default)]
-    read: bool,
-    what: String,
-    #[serde(rename = "ref")]
-    reference: String,
-    remote: String,
-    outcome: crate::gitstore::PushOutcome,
-    #[serde(default)]
-    detail: String,
-    attempts: u32,
-    #[serde(default)]
-    rejections: u32,
-    elapsed_ms: u64,
-    budget_ms: u64,
-    random: f64,
 }
 
 /// `etcd-keys`: `{prefix, env, scope?}` -> `{env, cell?, keys?}` (see [`crate::stores::etcd::keys`]).
@@ -665,93 +556,6 @@ struct EtcdRetryRequest {
     elapsed_ms: u64,
     budget_ms: u64,
     random: f64,
-}
-
-/// `store-deadline`: `{nowMs, startedMs, budgetMs, deadlineMs?}` -> `{remainingMs}`: how long the next git
-/// process of an operation started at `startedMs` may run (host monotonic ms; see `gitstore::remaining`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct StoreDeadlineRequest {
-    now_ms: u64,
-    started_ms: u64,
-    budget_ms: u64,
-    #[serde(default)]
-    deadline_ms: Option<u64>,
-}
-
-/// `git-clone-name`: `{remote, host, pid, start?, random}` -> `{name}` (see `gitclone::clone_name`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CloneNameRequest {
-    remote: String,
-    host: String,
-    pid: u32,
-    #[serde(default)]
-    start: Option<String>,
-    random: String,
-}
-
-/// `git-stale-clones`: `{names, host, processes?}` -> `{pids, stale?}` (see `gitclone::stale`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct StaleClonesRequest {
-    names: Vec<String>,
-    host: String,
-    #[serde(default)]
-    processes: Option<std::collections::BTreeMap<String, Option<String>>>,
-}
-
-/// `git-commit`: `{env, scope, dir, tip?, changes, oldLock?}` -> `{message, what, stream}`: the commit of a
-/// change set as a `git fast-import` stream (see `gitstream::commit`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct GitCommitRequest {
-    env: String,
-    scope: String,
-    dir: String,
-    #[serde(default)]
-    tip: Option<String>,
-    changes: Vec<serde_json::Value>,
-    #[serde(default)]
-    old_lock: Option<String>,
-    /// Files a new cell ref starts with (the legacy branch's, see `gitstream::commit`).
-    #[serde(default)]
-    seed: Vec<SeedFile>,
-}
-
-/// A seed file of `git-commit`: its path in the ref's tree and its text.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SeedFile {
-    path: String,
-    text: String,
-}
-
-/// `git-cat-parse`: `{output, count}` -> `{objects: [text | null]}`: `git cat-file --batch` output as
-/// Latin-1 text, one entry per request (see `gitstream::parse_batch`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CatParseRequest {
-    output: String,
-    count: usize,
-}
-
-/// `git-readme`: `{parentObject?, env?}` -> `{text}`: the README committed at the root of each cell ref.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ReadmeRequest {
-    #[serde(default)]
-    parent_object: bool,
-    /// The environment of the cell (`_claims` cells get their own README); overrides `parentObject`.
-    #[serde(default)]
-    env: Option<String>,
-}
-
-/// `redact`: `{text}` -> `{text}` without credentials embedded in URLs.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RedactRequest {
-    text: String,
 }
 
 /// `succession`: `{scope, branch?, pr?, ttlMs?}` -> `{predecessor, handoverTtlMs}` (`branch-<head>` for a PR
@@ -823,18 +627,6 @@ struct RunFinishRequest {
     cancelled: bool,
     #[serde(default)]
     sha: Option<String>,
-}
-
-/// `cell-file`: `{cell, nowMs?, file}` -> `{text}`: one file of a snapshot (`null` when absent), for a
-/// read-only look at another cell (the run machine reads its predecessor's `latest.json` this way).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct CellFileRequest {
-    cell: Cell,
-    #[serde(default)]
-    #[allow(dead_code)] // hosts add it to every transaction
-    now_ms: Option<UnixMs>,
-    file: String,
 }
 
 /// `ledger-intend|record|forget`: `{cell, holder, epoch, nowMs, resource: {adapter, key, provider?, op?,
@@ -989,30 +781,4 @@ mod tests {
     fn scope_for_round_trip() {
         assert_eq!(invoke("scope-for", r#"{"branch":"feat/x","pr":null}"#).unwrap(), r#"{"scope":"branch-feat-x"}"#);
     }
-}
-
-/// `io-error`: `{errno?, what, detail}` -> `{code, message, errno}`: what a failed file operation of a store
-/// means (see [`crate::stores::errno`]). `errno` is the POSIX name of the OS error (`EROFS`), `what` the
-/// operation and its path (`cannot write /s/lock.json`), `detail` the OS's own words. The host raises the
-/// answer as its error, with `errno` (and the path) as details.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct IoErrorRequest {
-    #[serde(default)]
-    errno: Option<String>,
-    what: String,
-    #[serde(default)]
-    detail: String,
-}
-
-/// `list-cells`: `{env, spelling: "dir"|"ref", names}` -> `{segment, cells: [{name, scope, dir}]}`: where a
-/// store looks for the cells of `env` (its directory or ref segment) and which of the entries it found there
-/// are cells, sorted by scope (see [`crate::stores::listing`]). `USAGE` for an invalid env.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ListCellsRequest {
-    env: String,
-    spelling: crate::stores::listing::Spelling,
-    #[serde(default)]
-    names: Vec<String>,
 }

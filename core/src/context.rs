@@ -104,6 +104,25 @@ pub struct Context {
     pub scope: String,
 }
 
+/// The context of a command on a whole environment when no source knows a branch: [`Context`] without
+/// branch and scope (both serialised as `null`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvironmentContext {
+    /// The environment (`preview` unless named).
+    pub env: String,
+    /// Always `None`: no source knew it.
+    pub branch: Option<String>,
+    /// The commit, when known.
+    pub sha: Option<String>,
+    /// The pull request number, or `null` for none.
+    pub pr: Option<u64>,
+    /// The repository's default branch, when a source knows it.
+    pub default_branch: Option<String>,
+    /// Always `None`: a command on a whole environment has no scope.
+    pub scope: Option<String>,
+}
+
 /// The answer of one detection call.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]
@@ -118,7 +137,7 @@ pub enum Detection {
     #[serde(rename = "detected")]
     Environment {
         /// `{env, branch: null, sha, pr, defaultBranch, scope: null}`.
-        context: Value,
+        context: EnvironmentContext,
     },
     /// Call again with `git` facts. `askPr`: the pull request is still unknown and the branch will come
     /// from local git, so asking `gh pr view` is worth it.
@@ -276,8 +295,14 @@ pub fn detect(input: &ContextInput) -> Result<Detection, CoreError> {
             // A command on a whole environment needs no scope.
             let env = acc.env.unwrap_or_else(|| DEFAULT_ENV.to_owned());
             validate_name("env", &env)?;
-            let context = serde_json::json!({ "env": env, "branch": null, "sha": acc.sha, "pr": acc.pr.flatten(),
-                "defaultBranch": acc.default_branch, "scope": null });
+            let context = EnvironmentContext {
+                env,
+                branch: None,
+                sha: acc.sha,
+                pr: acc.pr.flatten(),
+                default_branch: acc.default_branch,
+                scope: None,
+            };
             return Ok(Detection::Environment { context });
         }
         if acc.branch.is_none() {
@@ -426,7 +451,7 @@ mod tests {
         let input =
             json!({"envOnly": true, "vars": {"BATON_ENV": "staging"}, "git": {"error": "not a git repository"}});
         let Detection::Environment { context } = run(input).unwrap() else { panic!("environment only") };
-        assert_eq!((context["env"].as_str(), &context["scope"]), (Some("staging"), &Value::Null));
+        assert_eq!((context.env.as_str(), &context.scope), ("staging", &None));
         // With a branch it is a full context, as for any command.
         let c = ctx(json!({"envOnly": true, "git": {"branch": "x", "sha": "abc"}}));
         assert_eq!(c.scope, "branch-x");

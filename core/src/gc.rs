@@ -192,37 +192,68 @@ pub struct DestroyResult {
     pub error: Option<serde_json::Map<String, Value>>,
 }
 
+/// How `gc --destroy` ended ([`outcome`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GcOutcome {
+    /// The scopes destroyed.
+    pub destroyed: Vec<String>,
+    /// The scopes skipped: a live lease (`LOCK_HELD`), which the next gc tries again.
+    pub skipped: Vec<FailedDestroy>,
+    /// The scopes whose destroy failed otherwise.
+    pub failed: Vec<FailedDestroy>,
+    /// The error gc ends with when one failed.
+    pub error: Option<GcError>,
+}
+
+/// A destroy that did not happen.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FailedDestroy {
+    /// The scope.
+    pub scope: String,
+    /// Its error object, as the host gave it.
+    pub error: serde_json::Map<String, Value>,
+}
+
+/// The error `gc --destroy` ends with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GcError {
+    /// The first failure's code.
+    pub code: String,
+    /// A message naming every failed scope.
+    pub message: String,
+}
+
 /// Sorts the destroys of `gc --destroy`: `destroyed` (scope names), `skipped` (live leases: `LOCK_HELD`),
 /// `failed` (any other error), and the `error` gc ends with when one failed: the first failure's code and
 /// a message naming them all (a live lease is no failure: the next gc tries again).
-pub fn outcome(r: &OutcomeRequest) -> Value {
+pub fn outcome(r: &OutcomeRequest) -> GcOutcome {
     let (mut destroyed, mut skipped, mut failed) = (Vec::new(), Vec::new(), Vec::new());
     for d in &r.results {
         match &d.error {
-            None => destroyed.push(Value::from(d.scope.clone())),
+            None => destroyed.push(d.scope.clone()),
             Some(e) => {
-                let entry = serde_json::json!({ "scope": d.scope, "error": e });
+                let entry = FailedDestroy { scope: d.scope.clone(), error: e.clone() };
                 if e.get("code").and_then(Value::as_str) == Some("LOCK_HELD") {
-                    skipped.push(entry)
+                    skipped.push(entry);
                 } else {
-                    failed.push(entry)
+                    failed.push(entry);
                 }
             }
         }
     }
     let error = failed.first().map(|first| {
-        let names: Vec<&str> = failed.iter().filter_map(|f| f["scope"].as_str()).collect();
-        serde_json::json!({
-            "code": first["error"]["code"].as_str().unwrap_or("INTERNAL"),
-            "message": format!(
+        let names: Vec<&str> = failed.iter().map(|f| f.scope.as_str()).collect();
+        GcError {
+            code: first.error.get("code").and_then(Value::as_str).unwrap_or("INTERNAL").to_owned(),
+            message: format!(
                 "{} of {} abandoned scopes could not be destroyed ({}); see `failed`, fix the cause and run gc again",
                 failed.len(),
                 r.results.len(),
                 names.join(", ")
             ),
-        })
+        }
     });
-    serde_json::json!({ "destroyed": destroyed, "skipped": skipped, "failed": failed, "error": error })
+    GcOutcome { destroyed, skipped, failed, error }
 }
 
 #[cfg(test)]
@@ -293,17 +324,13 @@ mod tests {
         ]}))
         .unwrap();
         let o = outcome(&r);
-        assert_eq!(o["destroyed"], json!(["pr-1"]));
-        assert_eq!(o["skipped"][0]["scope"], "pr-2");
-        assert_eq!(o["error"]["code"], "INTENT_UNRESOLVED");
-        assert!(
-            o["error"]["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("1 of 3 abandoned scopes could not be destroyed (pr-3)")
-        );
+        assert_eq!(o.destroyed, ["pr-1"]);
+        assert_eq!(o.skipped[0].scope, "pr-2");
+        let error = o.error.expect("gc fails");
+        assert_eq!(error.code, "INTENT_UNRESOLVED");
+        assert!(error.message.starts_with("1 of 3 abandoned scopes could not be destroyed (pr-3)"));
         let ok = outcome(&serde_json::from_value(json!({"results": [{"scope": "pr-1"}]})).unwrap());
-        assert_eq!(ok["error"], Value::Null);
+        assert_eq!(ok.error, None);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! like the mutex, only the clones of this host are judged: another host, or a container sharing the temp
 //! dir, has other processes under the same pids).
 
-use serde_json::{Value, json};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// Every clone name starts with this.
@@ -51,7 +51,7 @@ pub fn owner(name: &str) -> Option<(&str, u32, Option<&str>)> {
 /// for an owner named without a start time, any string means alive): `{pids, stale}`, the names to remove:
 /// those whose owner is gone or whose pid now belongs to a process started at another time. A pid the host
 /// did not look up keeps its clones.
-pub fn stale(names: &[String], host: &str, processes: Option<&BTreeMap<String, Option<String>>>) -> Value {
+pub fn stale(names: &[String], host: &str, processes: Option<&BTreeMap<String, Option<String>>>) -> StaleClones {
     let here = host_hash(host);
     let owned: Vec<(&String, u32, Option<&str>)> = names
         .iter()
@@ -60,17 +60,27 @@ pub fn stale(names: &[String], host: &str, processes: Option<&BTreeMap<String, O
     let mut pids: Vec<u32> = owned.iter().map(|(_, pid, _)| *pid).collect();
     pids.sort_unstable();
     pids.dedup();
-    let Some(processes) = processes else { return json!({ "pids": pids }) };
-    let stale: Vec<&String> = owned
+    let Some(processes) = processes else { return StaleClones { pids, stale: None } };
+    let stale: Vec<String> = owned
         .into_iter()
         .filter(|(_, pid, start)| match processes.get(&pid.to_string()) {
             None => false,
             Some(None) => true,
             Some(Some(now)) => start.is_some_and(|s| s != now),
         })
-        .map(|(n, _, _)| n)
+        .map(|(n, _, _)| n.clone())
         .collect();
-    json!({ "pids": pids, "stale": stale })
+    StaleClones { pids, stale: Some(stale) }
+}
+
+/// The answer of [`stale`]: the owners to look up, and (once they were) the clones to remove.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StaleClones {
+    /// The pids owning clones of this host, sorted, each once.
+    pub pids: Vec<u32>,
+    /// The names of the clones whose owner is gone (only when the host passed `processes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale: Option<Vec<String>>,
 }
 
 fn is_digits(s: &str) -> bool {
@@ -112,13 +122,13 @@ mod tests {
             "baton-git-0123456789ab-feed".to_owned(),        // an older baton's clone: never
         ]
         .into();
-        assert_eq!(stale(&names, "h", None)["pids"], json!([10, 11, 12, 13, 14, 15]));
+        assert_eq!(stale(&names, "h", None), StaleClones { pids: vec![10, 11, 12, 13, 14, 15], stale: None });
         let procs: BTreeMap<String, Option<String>> =
             [("10", Some("100")), ("11", None), ("12", Some("200")), ("13", Some("alive")), ("14", None)]
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v.map(str::to_owned)))
                 .collect();
         let got = stale(&names, "h", Some(&procs));
-        assert_eq!(got["stale"], json!([names[1], names[2], names[4]]));
+        assert_eq!(got.stale, Some(vec![names[1].clone(), names[2].clone(), names[4].clone()]));
     }
 }

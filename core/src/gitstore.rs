@@ -4,7 +4,6 @@
 
 use crate::error::{CoreError, ErrorCode};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 /// The default ref prefix (`refs/heads/<prefix>/<env>/<scope>`).
 pub const DEFAULT_PREFIX: &str = "baton-receipts";
@@ -131,6 +130,17 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+/// What [`retry`] decided: whether to try again, and after how many milliseconds (`0` with `retry: false`
+/// for an attempt that landed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryDecision {
+    /// Try the operation again (after `delay_ms`).
+    pub retry: bool,
+    /// How long to wait first.
+    pub delay_ms: u64,
+}
+
 /// The retry decision after a failed attempt of one store operation: retry after `delayMs`, or give up with
 /// `STORE_CONTENDED` (races) / `STORE_REJECTED` (rejections) / `STORE_PERMISSION` at once. Full-jitter
 /// backoff: `12.5 + random * min(2000, 25 * 2^min(attempts, 16))` ms, within `budget_ms` and at most
@@ -153,7 +163,7 @@ pub fn retry(
     elapsed_ms: u64,
     budget_ms: u64,
     random: f64,
-) -> Result<Value, CoreError> {
+) -> Result<RetryDecision, CoreError> {
     let remote = redact(remote);
     let details = |e: CoreError| {
         e.with("ref", reference)
@@ -164,7 +174,7 @@ pub fn retry(
     };
     let verb = if read { "Fetch" } else { "Push" };
     match outcome {
-        PushOutcome::Ok => return Ok(json!({ "retry": false, "delayMs": 0 })),
+        PushOutcome::Ok => return Ok(RetryDecision { retry: false, delay_ms: 0 }),
         PushOutcome::Timeout if rejections > 0 => {
             // The remote answered before, with a refusal: that is what the user must fix.
             return Err(details(CoreError::new(
@@ -216,7 +226,7 @@ pub fn retry(
     let delay = (12.5 + random * cap).round() as u64;
     let give_up = rejections >= MAX_REJECTIONS || elapsed_ms.saturating_add(delay) > budget_ms;
     if !give_up {
-        return Ok(json!({ "retry": true, "delayMs": delay }));
+        return Ok(RetryDecision { retry: true, delay_ms: delay });
     }
     Err(details(if read {
         CoreError::new(
@@ -295,10 +305,10 @@ mod tests {
     fn retries_with_full_jitter_within_the_budget() {
         let r =
             retry(false, "the lock", "refs/heads/b", "file:///r", PushOutcome::Race, "", 1, 0, 0, 60_000, 0.0).unwrap();
-        assert_eq!(r["delayMs"], 13);
+        assert_eq!(r.delay_ms, 13);
         let r = retry(false, "the lock", "refs/heads/b", "file:///r", PushOutcome::Race, "", 20, 0, 0, 60_000, 1.0)
             .unwrap();
-        assert_eq!(r["delayMs"], 2013, "capped at 2 s");
+        assert_eq!(r.delay_ms, 2013, "capped at 2 s");
         let e = retry(
             false,
             "the lock",
@@ -327,7 +337,7 @@ mod tests {
     #[test]
     fn fetches_are_retried_and_timeouts_end_the_operation() {
         let r = retry(true, "the cell", "refs/heads/b", "r", PushOutcome::Other, "early EOF", 1, 0, 5, 60_000, 0.0);
-        assert_eq!(r.unwrap()["retry"], true);
+        assert!(r.unwrap().retry);
         let e =
             retry(true, "the cell", "refs/heads/b", "r", PushOutcome::Other, "early EOF", 9, 0, 59_999, 60_000, 0.5)
                 .unwrap_err();
@@ -339,7 +349,7 @@ mod tests {
         let e =
             retry(false, "the lock", "refs/heads/b", "git://u:p@h/x", PushOutcome::Timeout, "", 1, 0, 5000, 5000, 0.5)
                 .unwrap_err();
-        assert_eq!((e.code, &e.details["timedOut"]), (ErrorCode::StoreContended, &json!(true)));
+        assert_eq!((e.code, &e.details["timedOut"]), (ErrorCode::StoreContended, &serde_json::json!(true)));
         assert!(e.message.contains("git://[REDACTED]@h/x") && !e.message.contains("u:p"), "{}", e.message);
         // After rejections, running out of time is still the remote's refusal.
         let e =

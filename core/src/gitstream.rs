@@ -2,8 +2,10 @@
 //! a change set (its message, what it is for messages, and the `git fast-import` stream that builds it) and
 //! the parsing of `git cat-file --batch` output. Hosts run git; the core writes and reads its text.
 
+use crate::cell::Change;
 use crate::error::CoreError;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 /// The commit of a change set on the cell `env/scope` stored at `dir` of its ref: `{message, what,
 /// stream}`. `tip` is the commit to build on (`None`: a new root commit holding only the README, message
@@ -20,10 +22,10 @@ pub fn commit(
     scope: &str,
     dir: &str,
     tip: Option<&str>,
-    changes: &[Value],
+    changes: &[Change],
     old_lock: Option<&str>,
     seed: &[(String, String)],
-) -> Result<Value, CoreError> {
+) -> Result<CommitStream, CoreError> {
     let mut files = cell_changes(dir, changes)?;
     let mut root_message = format!("Start receipts for {env}/{scope}");
     if tip.is_none() && !seed.is_empty() {
@@ -72,30 +74,36 @@ pub fn commit(
         }
     }
     s.push_str("get-mark :2\n");
-    Ok(json!({ "message": message, "what": what, "stream": s }))
+    Ok(CommitStream { message, what: what.to_owned(), stream: s })
+}
+
+/// The commit [`commit`] built: its message, what it is for messages, and the `git fast-import` stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CommitStream {
+    /// The commit message (`lock preview/pr-1 h (epoch 1)`).
+    pub message: String,
+    /// What the commit is, for messages (`the lock`, `a receipt`).
+    pub what: String,
+    /// The stream to feed `git fast-import`; it ends with `get-mark :2`.
+    pub stream: String,
 }
 
 /// What a root commit seeded from the original tool's legacy branch adds to its message.
 pub const LEGACY_FROM: &str = " (from sponson/receipts)";
 
 /// The files of a change set as paths in the ref's tree; refuses anything outside the cell.
-fn cell_changes(dir: &str, changes: &[Value]) -> Result<Vec<(String, Option<String>)>, CoreError> {
+fn cell_changes(dir: &str, changes: &[Change]) -> Result<Vec<(String, Option<String>)>, CoreError> {
     changes
         .iter()
         .map(|change| {
-            let file = change["file"]
-                .as_str()
-                .filter(|f| !f.is_empty() && !f.contains(['/', '\\', '\n', '"']) && !f.starts_with('.'));
-            let Some(file) = file else {
-                return Err(CoreError::internal(format!("a change outside the cell: {change}")));
+            let (file, content) = match change {
+                Change::Write { file, content } => (file, Some(content.clone())),
+                Change::Delete { file } => (file, None),
             };
-            match change["op"].as_str() {
-                Some("write") => {
-                    Ok((format!("{dir}/{file}"), Some(change["content"].as_str().unwrap_or_default().into())))
-                }
-                Some("delete") => Ok((format!("{dir}/{file}"), None)),
-                _ => Err(CoreError::internal(format!("unknown change: {change}"))),
+            if file.is_empty() || file.contains(['/', '\\', '\n', '"']) || file.starts_with('.') {
+                return Err(CoreError::internal(format!("a change outside the cell: {file:?}")));
             }
+            Ok((format!("{dir}/{file}"), content))
         })
         .collect()
 }
@@ -106,12 +114,12 @@ fn cell_changes(dir: &str, changes: &[Value]) -> Result<Vec<(String, Option<Stri
 /// batch (`cell-steps`) that writes a receipt with a grant or a release says both: `lock <env>/<scope>
 /// <holder> (epoch <n>), receipt <runId> (<status>)` and `receipt <env>/<scope> <runId> (<status>), unlock
 /// <holder>` ("a receipt").
-pub fn describe(env: &str, scope: &str, changes: &[Value], old_lock: Option<&str>) -> (String, &'static str) {
+pub fn describe(env: &str, scope: &str, changes: &[Change], old_lock: Option<&str>) -> (String, &'static str) {
     let parse = |text: Option<&str>| text.and_then(|t| serde_json::from_str::<Value>(t).ok()).unwrap_or(Value::Null);
-    let find = |file: &str| changes.iter().find(|c| c["file"] == file);
+    let find = |name: &str| changes.iter().find(|c| change_file(c) == name);
     let old = parse(old_lock);
-    if let Some(latest) = find("latest.json").filter(|c| c["op"] == "write") {
-        let r = parse(latest["content"].as_str());
+    if let Some(Change::Write { content, .. }) = find("latest.json") {
+        let r = parse(Some(content));
         let (run, status) = (r["runId"].as_str().unwrap_or("?"), r["status"].as_str().unwrap_or("?"));
         let lock = find("lock.json").map(|_| describe(env, scope, &changes_without_receipt(changes), old_lock).0);
         let subject = match lock {
@@ -125,11 +133,11 @@ pub fn describe(env: &str, scope: &str, changes: &[Value], old_lock: Option<&str
         return (subject, "a receipt");
     }
     match find("lock.json") {
-        Some(c) if c["op"] == "delete" => {
+        Some(Change::Delete { .. }) => {
             (format!("unlock {env}/{scope} {}", old["holder"].as_str().unwrap_or("?")), "the unlock")
         }
-        Some(c) => {
-            let new = parse(c["content"].as_str());
+        Some(Change::Write { content, .. }) => {
+            let new = parse(Some(content));
             let (holder, epoch) = (new["holder"].as_str().unwrap_or("?"), &new["epoch"]);
             if old["holder"] == new["holder"] && old["epoch"] == new["epoch"] {
                 (format!("renew {env}/{scope} {holder}"), "the renewal")
@@ -141,9 +149,15 @@ pub fn describe(env: &str, scope: &str, changes: &[Value], old_lock: Option<&str
     }
 }
 
+fn change_file(c: &Change) -> &str {
+    match c {
+        Change::Write { file, .. } | Change::Delete { file } => file,
+    }
+}
+
 /// `changes` without the receipt files (what is left of a batch for [`describe`]'s lock part).
-fn changes_without_receipt(changes: &[Value]) -> Vec<Value> {
-    changes.iter().filter(|c| c["file"] == "lock.json").cloned().collect()
+fn changes_without_receipt(changes: &[Change]) -> Vec<Change> {
+    changes.iter().filter(|c| change_file(c) == "lock.json").cloned().collect()
 }
 
 /// Parses the output of `git cat-file --batch` for `count` requests: one entry per request, the blob's
@@ -180,43 +194,59 @@ pub fn parse_batch(output: &str, count: usize) -> Result<Vec<Option<String>>, Co
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn ch(v: Value) -> Change {
+        serde_json::from_value(v).unwrap()
+    }
 
     #[test]
     fn a_root_commit_then_a_change() {
-        let changes = [json!({"op": "write", "file": "lock.json", "content": "{\"holder\":\"h\",\"epoch\":1}"})];
+        let changes = [ch(json!({"op": "write", "file": "lock.json", "content": "{\"holder\":\"h\",\"epoch\":1}"}))];
         let c = commit("preview", "pr-1", "preview/pr-1", None, &changes, None, &[]).unwrap();
         assert_eq!(
-            (c["message"].as_str(), c["what"].as_str()),
+            (Some(c.message.as_str()), Some(c.what.as_str())),
             (Some("lock preview/pr-1 h (epoch 1)"), Some("the lock"))
         );
-        let s = c["stream"].as_str().unwrap();
+        let s = c.stream.as_str();
         assert!(s.starts_with("reset refs/baton/new\ncommit refs/baton/new\nmark :1\n"), "{s}");
         assert!(s.contains("data 31\nStart receipts for preview/pr-1\n") && s.contains("from :1\n"), "{s}");
         assert!(s.contains("M 100644 inline preview/pr-1/lock.json\ndata 24\n") && s.ends_with("get-mark :2\n"), "{s}");
-        let del = [json!({"op": "delete", "file": "lock.json"})];
+        let del = [ch(json!({"op": "delete", "file": "lock.json"}))];
         let c = commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &del, Some("{\"holder\":\"h\"}"), &[]).unwrap();
-        assert_eq!(c["message"], "unlock preview/pr-1 h");
+        assert_eq!(c.message, "unlock preview/pr-1 h");
         // A batch says both what it locked or unlocked and which receipt it wrote.
-        let receipt = |status: &str| json!({"op": "write", "file": "latest.json", "content": format!("{{\"runId\":\"r\",\"status\":\"{status}\"}}")});
+        let receipt = |status: &str| {
+            ch(
+                json!({"op": "write", "file": "latest.json", "content": format!("{{\"runId\":\"r\",\"status\":\"{status}\"}}")}),
+            )
+        };
         let opened = [changes[0].clone(), receipt("failed")];
         let c = commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &opened, None, &[]).unwrap();
-        assert_eq!(c["message"], "lock preview/pr-1 h (epoch 1), receipt r (failed)");
+        assert_eq!(c.message, "lock preview/pr-1 h (epoch 1), receipt r (failed)");
         let closed = [receipt("complete"), del[0].clone()];
         let c =
             commit("preview", "pr-1", "preview/pr-1", Some("ab12"), &closed, Some("{\"holder\":\"h\"}"), &[]).unwrap();
         assert_eq!(
-            (c["message"].as_str(), c["what"].as_str()),
+            (Some(c.message.as_str()), Some(c.what.as_str())),
             (Some("receipt preview/pr-1 r (complete), unlock h"), Some("a receipt"))
         );
-        let s = c["stream"].as_str().unwrap();
+        let s = c.stream.as_str();
         assert!(s.contains("from ab12\n") && s.contains("D preview/pr-1/lock.json\n") && !s.contains("mark :1"), "{s}");
         // Byte lengths, not characters.
-        let c =
-            commit("e", "s", "e/s", Some("ab"), &[json!({"op": "write", "file": "x.txt", "content": "é"})], None, &[])
-                .unwrap();
-        assert!(c["stream"].as_str().unwrap().contains("inline e/s/x.txt\ndata 2\né\n"));
+        let c = commit(
+            "e",
+            "s",
+            "e/s",
+            Some("ab"),
+            &[ch(json!({"op": "write", "file": "x.txt", "content": "é"}))],
+            None,
+            &[],
+        )
+        .unwrap();
+        assert!(c.stream.contains("inline e/s/x.txt\ndata 2\né\n"));
         for bad in ["../x", ".hidden", "a/b", ""] {
-            let e = commit("e", "s", "e/s", None, &[json!({"op": "write", "file": bad, "content": ""})], None, &[]);
+            let e = commit("e", "s", "e/s", None, &[ch(json!({"op": "write", "file": bad, "content": ""}))], None, &[]);
             assert!(e.is_err(), "{bad}");
         }
     }

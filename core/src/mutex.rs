@@ -7,7 +7,7 @@
 
 use crate::error::CoreError;
 use crate::time::UnixMs;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// How often a holder rewrites the `at` of its mutex while it holds it. The original tool breaks a mutex
@@ -21,24 +21,64 @@ pub const REFRESH_MS: u64 = 2_000;
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ContentRequest {
-    pid: u32,
+    /// The host's own pid.
+    pub pid: u32,
+    /// The text of `/proc/self/stat`, none where `/proc` does not exist.
     #[serde(default)]
-    stat: Option<String>,
-    host: String,
-    token: String,
-    now_ms: UnixMs,
+    pub stat: Option<String>,
+    /// This machine's name.
+    pub host: String,
+    /// The holder's random token (hex).
+    pub token: String,
+    /// Wall-clock ms since the epoch.
+    pub now_ms: UnixMs,
 }
 
 /// The mutex content a host writes: one JSON line `{pid, start, host, token, at}`. `start` tells a reused
 /// pid from the owner; `at` (ms since the epoch, rewritten every [`REFRESH_MS`] while held) is what the
 /// original tool needs to see the mutex as live. The host refreshes by replacing `at` in place.
-pub fn content(r: &ContentRequest) -> Result<Value, CoreError> {
+pub fn content(r: &ContentRequest) -> Result<MutexContent, CoreError> {
     if r.token.is_empty() || !r.token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(CoreError::internal("a mutex token must be hex"));
     }
     let start = r.stat.as_deref().and_then(stat_start);
     let line = json!({ "pid": r.pid, "start": start, "host": r.host, "token": r.token, "at": r.now_ms });
-    Ok(json!({ "content": format!("{line}\n"), "refreshMs": REFRESH_MS }))
+    Ok(MutexContent { content: format!("{line}\n"), refresh_ms: REFRESH_MS })
+}
+
+/// What [`content`] answers: the line to write, and how often to refresh its `at`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MutexContent {
+    /// The whole content of `lock.mutex`, newline included.
+    pub content: String,
+    /// Rewrite `at` this often while holding the mutex ([`REFRESH_MS`]).
+    pub refresh_ms: u64,
+}
+
+/// What to do about a mutex in the way (see [`verdict`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    /// Its owner exists, or cannot be checked from here: wait.
+    Live,
+    /// Not this protocol's, or its owner is gone: break it.
+    Stale,
+    /// Its owner exited and is not reaped yet: break it.
+    Zombie,
+}
+
+/// The answer of [`verdict`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MutexVerdict {
+    /// Wait or break.
+    pub verdict: Verdict,
+    /// The owner the content names (none when it names no valid pid).
+    pub pid: Option<u64>,
+    /// Why, for messages.
+    pub reason: String,
+    /// The file a breaker creates exclusively before removing this content.
+    pub claim: String,
 }
 
 /// `mutex-verdict`: `{content, host, proc, owner}` -> `{verdict, pid, reason, claim}`.
@@ -50,21 +90,28 @@ pub fn content(r: &ContentRequest) -> Result<Value, CoreError> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct VerdictRequest {
-    content: String,
-    host: String,
-    proc: bool,
+    /// The text found in `lock.mutex` (or in a break claim).
+    pub content: String,
+    /// This machine's name.
+    pub host: String,
+    /// Whether `/proc` exists here.
+    pub proc: bool,
+    /// The facts about the pid the content names (none when it names none).
     #[serde(default)]
-    owner: Option<OwnerFacts>,
+    pub owner: Option<OwnerFacts>,
 }
 
 /// What a host found out about a mutex owner's pid.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OwnerFacts {
-    pid: u64,
+    /// The pid looked up.
+    pub pid: u64,
+    /// The text of `/proc/<pid>/stat`, none when it cannot be read.
     #[serde(default)]
-    stat: Option<String>,
-    alive: bool,
+    pub stat: Option<String>,
+    /// Whether `kill(pid, 0)` did not fail with `ESRCH`.
+    pub alive: bool,
 }
 
 /// The verdict on a mutex (or break claim) in the way:
@@ -77,32 +124,37 @@ pub struct OwnerFacts {
 /// Never by age: a paused owner still holds. `claim` is the file a breaker must create exclusively before
 /// it may remove this content (`lock.mutex.<16 hex of sha256(content)>.break`): one breaker per stale
 /// content, whatever the number of contenders (see `docs/dir-store.md`).
-pub fn verdict(r: &VerdictRequest) -> Result<Value, CoreError> {
+pub fn verdict(r: &VerdictRequest) -> Result<MutexVerdict, CoreError> {
     let claim = format!("lock.mutex.{}.break", &crate::names::sha256_hex(r.content.as_bytes())[..16]);
-    let answer = |verdict: &str, pid: Option<u64>, reason: &str| json!({ "verdict": verdict, "pid": pid, "reason": reason, "claim": claim });
+    let answer = |verdict: Verdict, pid: Option<u64>, reason: &str| MutexVerdict {
+        verdict,
+        pid,
+        reason: reason.to_owned(),
+        claim: claim.clone(),
+    };
     let parsed: Option<Value> = serde_json::from_str(&r.content).ok();
     let Some(pid) = owner_pid(parsed.as_ref()) else {
-        return Ok(answer("stale", None, "not written by this protocol (no JSON with a positive integer pid)"));
+        return Ok(answer(Verdict::Stale, None, "not written by this protocol (no JSON with a positive integer pid)"));
     };
     let v = parsed.unwrap_or(Value::Null);
     if v.get("host").and_then(Value::as_str).is_some_and(|h| h != r.host) {
-        return Ok(answer("live", Some(pid), "owned on another host, which cannot be checked from here"));
+        return Ok(answer(Verdict::Live, Some(pid), "owned on another host, which cannot be checked from here"));
     }
     let Some(owner) = r.owner.as_ref().filter(|o| o.pid == pid) else {
         return Err(CoreError::internal(format!("mutex-verdict needs the facts about pid {pid}")));
     };
     let state = owner.stat.as_deref().and_then(stat_state);
     if matches!(state, Some("Z" | "X")) {
-        return Ok(answer("zombie", Some(pid), "its owner has exited (a zombie not reaped yet)"));
+        return Ok(answer(Verdict::Zombie, Some(pid), "its owner has exited (a zombie not reaped yet)"));
     }
     match v.get("start").and_then(Value::as_str) {
         Some(start) if r.proc => match owner.stat.as_deref().and_then(stat_start) {
-            None => Ok(answer("stale", Some(pid), "its owner no longer exists")),
-            Some(s) if s != start => Ok(answer("stale", Some(pid), "its pid now belongs to another process")),
-            Some(_) => Ok(answer("live", Some(pid), "its owner is alive")),
+            None => Ok(answer(Verdict::Stale, Some(pid), "its owner no longer exists")),
+            Some(s) if s != start => Ok(answer(Verdict::Stale, Some(pid), "its pid now belongs to another process")),
+            Some(_) => Ok(answer(Verdict::Live, Some(pid), "its owner is alive")),
         },
-        _ if owner.alive => Ok(answer("live", Some(pid), "its owner is alive")),
-        _ => Ok(answer("stale", Some(pid), "its owner no longer exists")),
+        _ if owner.alive => Ok(answer(Verdict::Live, Some(pid), "its owner is alive")),
+        _ => Ok(answer(Verdict::Stale, Some(pid), "its owner no longer exists")),
     }
 }
 
@@ -139,7 +191,8 @@ mod tests {
         let owner = owner.map(|(pid, stat, alive)| OwnerFacts { pid, stat: stat.map(str::to_owned), alive });
         let r = VerdictRequest { content: content.into(), host: "here".into(), proc: true, owner };
         let v = verdict(&r).unwrap();
-        (v["verdict"].as_str().unwrap().to_owned(), v["claim"].as_str().unwrap().to_owned())
+        let verdict = serde_json::to_value(v.verdict).unwrap().as_str().unwrap().to_owned();
+        (verdict, v.claim)
     }
 
     #[test]
@@ -147,9 +200,9 @@ mod tests {
         let r =
             ContentRequest { pid: 4242, stat: Some(STAT.into()), host: "here".into(), token: "ab12".into(), now_ms: 7 };
         let c = content(&r).unwrap();
-        assert_eq!(c["content"], "{\"pid\":4242,\"start\":\"987654\",\"host\":\"here\",\"token\":\"ab12\",\"at\":7}\n");
+        assert_eq!(c.content, "{\"pid\":4242,\"start\":\"987654\",\"host\":\"here\",\"token\":\"ab12\",\"at\":7}\n");
         let no_proc = ContentRequest { stat: None, ..r };
-        assert!(content(&no_proc).unwrap()["content"].as_str().unwrap().contains("\"start\":null"));
+        assert!(content(&no_proc).unwrap().content.contains("\"start\":null"));
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //! only when the core asks, facts from local git) and lets the core decide.
 
 use crate::engine::CoreComponent;
+use crate::engine::wit::stores as ws;
 use crate::error::HostError;
 use clap::Args;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -61,55 +62,56 @@ fn detect_with(
     scope_only: bool,
 ) -> Result<Value, HostError> {
     let vars = process_vars();
+    // The event as its text, when it is JSON (an unreadable or broken file is as good as none).
     let event = vars
         .get("GITHUB_EVENT_PATH")
         .filter(|p| !p.trim().is_empty())
         .and_then(|p| std::fs::read_to_string(p.trim()).ok())
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok());
-    let mut overrides = Map::new();
-    for (key, value) in [
-        ("env", &args.env),
-        ("scope", &args.scope),
-        ("branch", &args.branch),
-        ("sha", &args.sha),
-        ("pr", &args.pr),
-        ("defaultBranch", &args.default_branch),
-    ] {
-        if let Some(v) = value {
-            overrides.insert(key.into(), v.clone().into());
-        }
+        .filter(|t| serde_json::from_str::<serde::de::IgnoredAny>(t).is_ok());
+    let overrides = ws::ContextOverrides {
+        env: args.env.clone(),
+        branch: args.branch.clone(),
+        sha: args.sha.clone(),
+        pr: args.pr.clone().map(ws::PrGiven::Text),
+        default_branch: args.default_branch.clone(),
+        scope: args.scope.clone(),
+    };
+    let mut request = ws::ContextRequest {
+        overrides,
+        vars: vars.into_iter().map(|(name, value)| ws::EnvVar { name, value }).collect(),
+        event,
+        git: None,
+        env_only,
+        scope_only,
+    };
+    let mut answer = core.detect_context(&request)?;
+    if let ws::Detection::NeedsGit(ask_pr) = answer {
+        request.git = Some(git_facts(ask_pr));
+        answer = core.detect_context(&request)?;
     }
-    let mut request =
-        json!({ "overrides": overrides, "vars": vars, "event": event, "envOnly": env_only, "scopeOnly": scope_only });
-    let mut answer = core.invoke("detect-context", &request)?;
-    if answer["status"] == "needs-git" {
-        request["git"] = git_facts(answer["askPr"].as_bool().unwrap_or(false));
-        answer = core.invoke("detect-context", &request)?;
+    match answer {
+        ws::Detection::Detected(c) => Ok(json!({
+            "env": c.env, "branch": c.branch, "sha": c.sha, "pr": c.pr, "defaultBranch": c.default_branch,
+            "scope": c.scope,
+        })),
+        ws::Detection::NeedsGit(_) => Err(HostError::internal("detect-context asked for git facts twice")),
     }
-    answer.get("context").cloned().ok_or_else(|| HostError::internal(format!("detect-context answered {answer}")))
 }
 
 /// `git rev-parse` facts, and `gh pr view` when `ask_pr`.
-fn git_facts(ask_pr: bool) -> Value {
-    let mut facts = Map::new();
+fn git_facts(ask_pr: bool) -> ws::GitFacts {
+    let mut facts = ws::GitFacts { branch: None, sha: None, pr: None, error: None };
     match (git(&["rev-parse", "--abbrev-ref", "HEAD"]), git(&["rev-parse", "HEAD"])) {
         (Ok(branch), sha) => {
-            facts.insert("branch".into(), branch.into());
-            if let Ok(sha) = sha {
-                facts.insert("sha".into(), sha.into());
-            }
+            facts.branch = Some(branch);
+            facts.sha = sha.ok();
         }
-        (Err(e), _) => {
-            facts.insert("error".into(), e.into());
-        }
+        (Err(e), _) => facts.error = Some(e),
     }
-    if ask_pr
-        && facts.contains_key("branch")
-        && let Some(n) = gh_pr_number()
-    {
-        facts.insert("pr".into(), n.into());
+    if ask_pr && facts.branch.is_some() {
+        facts.pr = gh_pr_number().and_then(|n| i64::try_from(n).ok());
     }
-    Value::Object(facts)
+    facts
 }
 
 /// Runs `git args` and returns its trimmed stdout, or why it failed.

@@ -26,15 +26,18 @@ mod bindings {
 #[cfg(target_os = "linux")]
 mod in_place;
 mod run;
+mod stores;
 pub use run::RunRef;
+pub use stores::{cell_of, change_of, code_name, code_of, wit_error};
 
 use bindings::Core;
 use bindings::exports::baton::core::types::Error as WitError;
 use bindings::exports::baton::core::{leases as wl, locks as wlocks};
 
-/// The generated types of the component's typed interfaces (`wit/types.wit`, `locks.wit`, `lease.wit`).
+/// The generated types of the component's typed interfaces (`wit/types.wit`, `locks.wit`, `lease.wit`,
+/// `stores.wit`).
 pub mod wit {
-    pub use super::bindings::exports::baton::core::{leases, locks, types};
+    pub use super::bindings::exports::baton::core::{leases, locks, stores, types};
 }
 
 /// The component bytes this binary was built with.
@@ -83,13 +86,10 @@ impl CoreComponent {
         let Some(errno) = e.details.get("errno").and_then(Value::as_str).filter(|_| e.code == "INTERNAL") else {
             return e;
         };
-        let what = e.message.trim_end_matches('.');
-        let request = serde_json::json!({ "errno": errno, "what": what, "detail": "" });
-        if let Ok(answer) = self.invoke("io-error", &request)
-            && let (Some(code), Some(message)) = (answer["code"].as_str(), answer["message"].as_str())
-        {
-            e.code = code.to_owned();
-            e.message = message.to_owned();
+        let (errno, what) = (errno.to_owned(), e.message.trim_end_matches('.').to_owned());
+        if let Ok(answer) = self.io_error(Some(&errno), &what, "") {
+            e.code = code_name(answer.code).to_owned();
+            e.message = answer.message;
         }
         e
     }
@@ -126,10 +126,7 @@ impl CoreComponent {
             "cell-files" => {
                 return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?).to_string());
             }
-            "cell-path" => d.call_cell_path(s, &req),
-            "scope-names" => d.call_scope_names(s, &req),
             "store-spec" => d.call_store_spec(s, &req),
-            "detect-context" => d.call_detect_context(s, &req),
             "lock-acquire" => d.call_lock_acquire(s, &req),
             "lock-renew" => d.call_lock_renew(s, &req),
             "lock-release" => d.call_lock_release(s, &req),
@@ -150,30 +147,12 @@ impl CoreComponent {
             "destroy-plan" => d.call_destroy_plan(s, &req),
             "scope-status" => d.call_scope_status(s, &req),
             "receipt-parse" => d.call_receipt_parse(s, &req),
-            "git-push-outcome" => d.call_git_push_outcome(s, &req),
-            "git-retry" => d.call_git_retry(s, &req),
-            "git-readme" => d.call_git_readme(s, &req),
-            "redact" => d.call_redact(s, &req),
-            "render" => d.call_render(s, &req),
-            "cell-file" => d.call_cell_file(s, &req),
-            "io-error" => d.call_io_error(s, &req),
-            "list-cells" => d.call_list_cells(s, &req),
-            "git-env" => d.call_git_env(s, &req),
-            "mutex-content" => d.call_mutex_content(s, &req),
-            "mutex-verdict" => d.call_mutex_verdict(s, &req),
-            "store-deadline" => d.call_store_deadline(s, &req),
-            "git-clone-name" => d.call_git_clone_name(s, &req),
-            "git-stale-clones" => d.call_git_stale_clones(s, &req),
-            "git-commit" => d.call_git_commit(s, &req),
-            "git-cat-parse" => d.call_git_cat_parse(s, &req),
             "claim-cell" => d.call_claim_cell(s, &req),
             "claim-take" => d.call_claim_take(s, &req),
             "claim-facts" => d.call_claim_facts(s, &req),
             "claim-free" => d.call_claim_free(s, &req),
             "claim-move" => d.call_claim_move(s, &req),
             "command-line" => d.call_command_line(s, &req),
-            "gc-plan" => d.call_gc_plan(s, &req),
-            "gc-outcome" => d.call_gc_outcome(s, &req),
             "etcd-keys" => d.call_etcd_keys(s, &req),
             "etcd-txn" => d.call_etcd_txn(s, &req),
             "etcd-list" => d.call_etcd_list(s, &req),

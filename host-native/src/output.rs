@@ -1,6 +1,7 @@
 //! Printing a command's outcome: the core renders the envelope and decides the exit code; this prints it.
 
 use crate::engine::CoreComponent;
+use crate::engine::wit::stores::CommandOutcome;
 use crate::error::HostError;
 use serde_json::{Map, Value, json};
 
@@ -29,20 +30,19 @@ pub fn finish_with(
         (outcome, _) => outcome,
     };
     let request = match &outcome {
-        Ok(data) => json!({ "command": command, "data": data }),
-        Err(e) => json!({ "command": command, "error": e.to_json() }),
+        Ok(data) => CommandOutcome::Data(Value::Object(data.clone()).to_string()),
+        Err(e) => CommandOutcome::Failed(crate::engine::wit_error(e)),
     };
     let rendered =
-        core.ok_or_else(|| HostError::internal("the core is not loaded")).and_then(|c| c.invoke("render", &request));
+        core.ok_or_else(|| HostError::internal("the core is not loaded")).and_then(|c| c.render(command, &request));
     let (envelope, exit, text) = match rendered {
-        Ok(r) => {
-            (r["envelope"].clone(), r["exit"].as_u64().map_or(1, |e| e as u8), r["text"].as_str().map(str::to_owned))
-        }
+        // The envelope is JSON text the core wrote: printed as it is.
+        Ok(r) => (r.envelope, r.exit, r.text),
         // The core itself failed: print the minimal envelope by hand.
         Err(core_err) => {
             let err = outcome.err().unwrap_or(core_err);
             let text = format!("error {}: {}", err.code, err.message);
-            (json!({ "ok": false, "command": command, "error": err.to_json() }), 1, Some(text))
+            (json!({ "ok": false, "command": command, "error": err.to_json() }).to_string(), 1, Some(text))
         }
     };
     if json {

@@ -49,6 +49,11 @@ pub(crate) fn spawn(store: Store) -> Result<(std::sync::mpsc::Sender<Job>, Resul
 /// Runs one store request as a cell transaction (or a read) and returns `{"ok": answer}` or `{"error": ...}`.
 fn transact(core: &mut CoreComponent, store: &Store, job: &Job) -> Value {
     let f = |core: &mut CoreComponent, cell: Value, now: i64| {
+        if job.op == "cell-file" {
+            // A read-only look at another cell (the run machine reads its predecessor's receipt): typed.
+            let file = job.request.get("file").and_then(Value::as_str).unwrap_or_default();
+            return core.cell_file(&crate::engine::cell_of(&cell), file).map(|text| json!({ "text": text }));
+        }
         let mut request = job.request.clone();
         request["cell"] = cell;
         request["nowMs"] = now.into();

@@ -18,6 +18,8 @@ mod inputs;
 #[allow(dead_code)]
 #[path = "../../core/tests/sim/rng.rs"]
 mod rng;
+#[allow(dead_code)]
+mod typed_stores;
 
 use baton_core::api::{OPS, invoke};
 use baton_native::engine::{COMPONENT, CoreComponent};
@@ -27,8 +29,10 @@ use baton_native::engine::{COMPONENT, CoreComponent};
 mod convert {
     use baton_native::engine::wit::leases as wl;
     use baton_native::engine::wit::locks as w;
+    use baton_native::engine::wit::stores as ws;
     use baton_native::engine::wit::types as t;
     include!("../../component/src/wit_convert.rs");
+    include!("../../component/src/wit_convert_stores.rs");
 }
 use serde_json::Value;
 use std::sync::OnceLock;
@@ -207,9 +211,65 @@ fn error_codes(b: &mut Boundary) -> Vec<String> {
         .collect()
 }
 
-/// The operations taking one request string (all but `scope-for`, `error-codes` and `cell-files`).
+/// The operations of `decisions` taking one request string (all but `scope-for`, `error-codes`,
+/// `cell-files` and the typed ones of `stores`).
 fn request_ops() -> Vec<&'static str> {
-    OPS.into_iter().filter(|op| !matches!(*op, "scope-for" | "error-codes" | "cell-files")).collect()
+    OPS.into_iter()
+        .filter(|op| !matches!(*op, "scope-for" | "error-codes" | "cell-files") && !typed_stores::OPS.contains(op))
+        .collect()
+}
+
+/// The requests every boundary test feeds: the malformed ones, the fuzz corpus's (whatever op they were
+/// meant for), then `BATON_BOUNDARY_CASES` seeded mutations, each with the op it names.
+fn requests(ops: &[&str]) -> Vec<(String, String)> {
+    let corpus = inputs::corpus("invoke_any");
+    let mut all = Vec::new();
+    for op in ops {
+        for request in
+            MALFORMED.iter().map(|s| (*s).to_owned()).chain(corpus.iter().map(|(_, d)| fuzz_bodies::op_request(d).1))
+        {
+            all.push(((*op).to_owned(), request));
+        }
+    }
+    let cases: u64 = std::env::var("BATON_BOUNDARY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1500);
+    let mut rng = rng::Rng::new(std::env::var("BATON_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0), 11);
+    for _ in 0..cases {
+        let (op, request) = fuzz_bodies::op_request(&inputs::mutate(&mut rng, &corpus));
+        if ops.contains(&op.as_str()) {
+            all.push((op, request));
+        }
+    }
+    all
+}
+
+/// The `stores` functions are typed: every request of the other tests, read as the core's request type
+/// and converted to the WIT types (`typed_stores`), is answered through the typed interface without a trap,
+/// exactly as the native core's JSON operation answers it (the same answer, or the same code and message;
+/// a request the core's type refuses is `INTERNAL` on both sides).
+#[test]
+fn no_input_makes_a_store_building_block_trap() {
+    let mut core = CoreComponent::load().expect("the component loads");
+    let mut calls = 0;
+    for (op, request) in requests(&typed_stores::OPS) {
+        let typed = typed_stores::answer(&mut core, &op, &request).expect("a stores operation");
+        match (typed, invoke(&op, &request)) {
+            (Ok(a), Ok(n)) => assert_eq!(a, n, "`{op}` answers {request:?} like the native core"),
+            (Err(e), Err(n)) if e.code == "INTERNAL" && n.code.as_str() == "INTERNAL" => {
+                assert!(!e.message.contains("the core component failed"), "`{op}` trapped on {request:?}: {e:?}");
+            }
+            (Err(e), Err(n)) => {
+                assert_eq!(
+                    (e.code.as_str(), e.message.as_str()),
+                    (n.code.as_str(), n.message.as_str()),
+                    "`{op}` on {request:?}"
+                );
+            }
+            (typed, native) => panic!("`{op}` on {request:?}: typed {typed:?}, native {native:?}"),
+        }
+        calls += 1;
+    }
+    println!("boundary: {calls} typed stores calls, no trap");
+    assert!(calls > 1000, "{calls} calls");
 }
 
 #[test]
@@ -217,28 +277,10 @@ fn no_input_makes_the_component_trap() {
     let mut b = Boundary::core();
     let codes = error_codes(&mut b);
     assert_eq!(codes.len(), baton_core::ErrorCode::ALL.len());
-    let ops = request_ops();
-    let corpus = inputs::corpus("invoke_any");
     let mut calls = 0;
-    // Every operation with every malformed request and every corpus request (whatever op it was meant for).
-    for op in &ops {
-        for request in
-            MALFORMED.iter().map(|s| (*s).to_owned()).chain(corpus.iter().map(|(_, d)| fuzz_bodies::op_request(d).1))
-        {
-            let outcome = b.invoke(op, &request);
-            assert_like_native(op, &request, &outcome, &codes);
-            calls += 1;
-        }
-    }
-    // Seeded mutations of the corpus, each to the operation its first line names or its first byte picks.
-    let cases: u64 = std::env::var("BATON_BOUNDARY_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1500);
-    let mut rng = rng::Rng::new(std::env::var("BATON_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0), 11);
-    for _ in 0..cases {
-        let data = inputs::mutate(&mut rng, &corpus);
-        let (op, request) = fuzz_bodies::op_request(&data);
-        if !ops.contains(&op.as_str()) {
-            continue;
-        }
+    // Every operation with every malformed request and every corpus request (whatever op it was meant
+    // for), then seeded mutations of the corpus, each to the operation its first line names.
+    for (op, request) in requests(&request_ops()) {
         let outcome = b.invoke(&op, &request);
         assert_like_native(&op, &request, &outcome, &codes);
         calls += 1;

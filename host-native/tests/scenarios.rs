@@ -4,6 +4,7 @@
 mod run_journeys;
 #[path = "../../core/tests/runner/mod.rs"]
 mod runner;
+mod typed_stores;
 
 use baton_core::typed::{LeaseAction, LockAnswer, LockOp};
 use baton_native::engine::{CoreComponent, LeaseRef};
@@ -15,8 +16,10 @@ use std::collections::BTreeMap;
 mod convert {
     use baton_native::engine::wit::leases as wl;
     use baton_native::engine::wit::locks as w;
+    use baton_native::engine::wit::stores as ws;
     use baton_native::engine::wit::types as t;
     include!("../../component/src/wit_convert.rs");
+    include!("../../component/src/wit_convert_stores.rs");
 }
 
 /// The component's typed `lease` resource for the `lease-*` steps, driven with the corpus's JSON spellings
@@ -112,6 +115,9 @@ fn conformance_corpus_through_the_component() {
         let mut component = |op: &str, input: &str| {
             if op.starts_with("lease-") {
                 return runner::lease_step(&mut lease, op, input);
+            }
+            if let Some(answer) = typed_stores::call(lease.core, op, input) {
+                return answer;
             }
             let request: serde_json::Value = serde_json::from_str(input).map_err(|_| "INTERNAL".to_owned())?;
             lease.core.invoke(op, &request).map(|v| v.to_string()).map_err(|e| e.code)

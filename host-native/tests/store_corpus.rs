@@ -126,9 +126,8 @@ impl Case<'_> {
     fn place(&mut self, step: &Value) -> Place {
         let (env, scope) = self.cell(step);
         let raw = step["raw"].as_str();
-        let paths =
-            self.core.invoke("cell-path", &json!({ "env": env, "scope": if raw.is_some() { "x" } else { &scope } }));
-        self.at.place(&paths.unwrap(), raw)
+        let path = self.core.cell_path(&env, if raw.is_some() { "x" } else { &scope }).unwrap();
+        self.at.place(&json!({ "dir": path.dir, "ref": path.git_ref }), raw)
     }
 
     fn cell(&self, step: &Value) -> (String, String) {
@@ -574,12 +573,8 @@ fn io_failures_are_classified_by_the_core() {
         let raw = HostError::io("cannot write /s/lock.json", &e);
         assert_eq!((raw.code.as_str(), raw.details["errno"].as_str()), ("INTERNAL", Some(name)));
         let err = core.classify(raw);
-        let want = core.invoke(
-            "io-error",
-            &json!({ "errno": name, "what": "cannot write /s/lock.json", "detail": e.to_string() }),
-        );
-        let want = want.unwrap();
-        assert_eq!((err.code.as_str(), Some(err.message.as_str())), (code, want["message"].as_str()), "{name}");
+        let want = core.io_error(Some(name), "cannot write /s/lock.json", &e.to_string()).unwrap();
+        assert_eq!((err.code.as_str(), err.message.as_str()), (code, want.message.as_str()), "{name}");
         assert_eq!(core.classify(err.clone()), err, "classifying twice changes nothing");
     }
     let other = HostError::usage("not an I/O failure").with("errno", "EROFS");

@@ -8,6 +8,7 @@
 
 mod lease;
 mod lock_op;
+pub mod stores;
 
 pub use lease::{LeaseAction, LeaseEvent, StoreRequest, lease_poll_action, lease_store_result};
 pub use lock_op::{LockAnswer, LockOp, apply_lock_op};

@@ -502,8 +502,8 @@ pub fn context(data: &[u8]) {
         }
         Ok(Detection::Environment { context }) => {
             assert!(input.env_only, "only a command on a whole environment goes without a scope");
-            assert!(context["scope"].is_null() && context["branch"].is_null(), "{context}");
-            assert!(scope::validate_name("env", context["env"].as_str().unwrap_or_default()).is_ok(), "{context}");
+            assert!(context.scope.is_none() && context.branch.is_none(), "{context:?}");
+            assert!(scope::validate_name("env", &context.env).is_ok(), "{context:?}");
         }
         Ok(Detection::Detected { context: c }) => {
             assert!(scope::validate_name("env", &c.env).is_ok(), "env {:?} is valid", c.env);

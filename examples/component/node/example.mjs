@@ -15,11 +15,16 @@ import { pathToFileURL } from 'node:url';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const modulePath = process.argv[2] ?? path.join(here, '..', 'generated', 'baton-core.component.js');
-const { locks, leases, decisions } = await import(pathToFileURL(path.resolve(modulePath)).href);
+const { locks, leases, decisions, stores } = await import(pathToFileURL(path.resolve(modulePath)).href);
 
 // The state files the core decides on (lock.json, epoch.json, ...): a snapshot holds those that exist.
 // The cell's other files (data files such as the fenced write's) are the host's to read.
 const STATE_FILES = new Set(decisions.cellFiles());
+
+// A host that lays cells out as paths takes them from `stores.cellPath`, which refuses a bad name with the
+// typed USAGE error before anything is built from it.
+assert.deepEqual(stores.cellPath('preview', 'pr-7'), { dir: 'preview/pr-7', gitRef: 'preview/pr-7' });
+assert.throws(() => stores.cellPath('preview', '../x'), (e) => e.payload?.code === 'usage');
 
 /** The store a host provides: cells of named files, each cell with a version for the compare-and-swap. */
 class MemoryStore {

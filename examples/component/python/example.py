@@ -192,6 +192,15 @@ def main(path):
     core = Core(path)
     store = MemoryStore(core.state_files)
 
+    # 0. A host that lays cells out as paths takes them from `stores.cell-path`, which refuses a bad name
+    # with the typed USAGE error before anything is built from it.
+    cell_path = core._func("stores", "cell-path")
+    # Both sides of this `result` are records, so wasmtime-py tags it: a `Variant` `ok` or `err`.
+    where = core.call(cell_path, ENV, SCOPE)
+    assert where.tag == "ok" and (where.payload.dir, get(where.payload, "git_ref")) == ("prod/web", "prod/web")
+    bad = core.call(cell_path, ENV, "../x")
+    assert bad.tag == "err" and is_error(bad.payload) and bad.payload.code == "usage", bad
+
     # 1. Holder A takes the lock through the lease resource: create, acquire, drain.
     cfg_a, lease_a = create_lease(core, "run-a")
     assert core.lease("acquire", lease_a, 0) is None

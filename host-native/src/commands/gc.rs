@@ -6,6 +6,7 @@ use super::lock::{data, env_target};
 use crate::cli::{GcArgs, RunArgs, TargetArgs};
 use crate::context::ContextArgs;
 use crate::engine::CoreComponent;
+use crate::engine::wit::stores as ws;
 use crate::error::HostError;
 use crate::output::{Outcome, note};
 use serde_json::{Value, json};
@@ -22,16 +23,16 @@ pub async fn run(core: CoreComponent, args: &GcArgs) -> (CoreComponent, Outcome)
         Ok(p) => p,
         Err(e) => return (core, Err(e)),
     };
-    let abandoned: Vec<Value> = plan["abandoned"].as_array().cloned().unwrap_or_default();
+    let abandoned: Vec<String> = plan.abandoned.iter().map(|j| j.scope.clone()).collect();
     let mut fields = vec![
-        ("abandoned", plan["abandoned"].clone()),
-        ("kept", plan["kept"].clone()),
-        ("openPrs", plan["openPrs"].clone()),
+        ("abandoned", judged_json(&plan.abandoned)),
+        ("kept", judged_json(&plan.kept)),
+        ("openPrs", plan.open_prs.clone().into()),
         ("dryRun", (!args.destroy).into()),
     ];
     if !args.destroy {
         if !args.target.json {
-            print!("{}", plan["table"].as_str().unwrap_or_default());
+            print!("{}", plan.table);
             if !abandoned.is_empty() {
                 note("dry run: pass --destroy -- CMD to destroy these scopes");
             }
@@ -39,33 +40,33 @@ pub async fn run(core: CoreComponent, args: &GcArgs) -> (CoreComponent, Outcome)
         return (core, Ok(data(&t, fields)));
     }
     let mut results = Vec::new();
-    for scope in abandoned.iter().filter_map(|a| a["scope"].as_str()) {
+    for scope in &abandoned {
         note(format!("destroying {}/{scope}", t.env));
         let run_args = destroy_args(args, &t.env, scope);
         let (c, end) = super::run::destroy(core, &run_args).await;
         core = c;
         match end.outcome {
-            Ok(_) => results.push(json!({ "scope": scope })),
+            Ok(_) => results.push(ws::DestroyResult { scope: scope.clone(), error: None }),
             Err(e) => {
                 if e.code == "LOCK_HELD" {
                     note(format!("skipped {scope}: its lease is live ({})", e.message));
                 } else {
                     note(format!("could not destroy {scope}: {} {}", e.code, e.message));
                 }
-                results.push(json!({ "scope": scope, "error": e.to_json() }));
+                results.push(ws::DestroyResult { scope: scope.clone(), error: Some(crate::engine::wit_error(&e)) });
             }
         }
     }
-    let sorted = match core.invoke("gc-outcome", &json!({ "results": results })) {
+    let sorted = match core.gc_outcome(&results) {
         Ok(s) => s,
         Err(e) => return (core, Err(e)),
     };
-    for key in ["destroyed", "skipped", "failed"] {
-        fields.push((key, sorted[key].clone()));
-    }
-    match sorted["error"].as_object() {
+    fields.push(("destroyed", sorted.destroyed.into()));
+    fields.push(("skipped", failed_json(&sorted.skipped)));
+    fields.push(("failed", failed_json(&sorted.failed)));
+    match sorted.error {
         Some(error) => {
-            let mut err = HostError::from_json(error.clone());
+            let mut err = HostError::new(crate::engine::code_name(error.code), error.message);
             for (k, v) in data(&t, fields) {
                 err = err.with(&k, v);
             }
@@ -76,22 +77,49 @@ pub async fn run(core: CoreComponent, args: &GcArgs) -> (CoreComponent, Outcome)
 }
 
 /// The environment's target and the core's plan.
-async fn plan(core: &mut CoreComponent, args: &GcArgs) -> Result<(super::lock::Target, Value), HostError> {
+async fn plan(core: &mut CoreComponent, args: &GcArgs) -> Result<(super::lock::Target, ws::GcVerdicts), HostError> {
     let t = env_target(core, &args.target)?;
     let scopes = t.store.list(core, &t.env)?;
     let open_prs = open_prs(args.open_prs.as_deref()).await?;
     let ls_remote = match ask("git", &["ls-remote", "--heads", &args.remote], "list the remote's branches").await {
         Ok(text) => text,
         Err(e) => {
-            let text = core.invoke("redact", &json!({ "text": e.message }))?;
-            return Err(HostError::new(&e.code, text["text"].as_str().unwrap_or_default()));
+            return Err(HostError::new(&e.code, core.redact(&e.message)?));
         }
     };
     let default_branch = t.context["defaultBranch"].as_str().map(str::to_owned);
-    let request =
-        json!({ "scopes": scopes, "openPrs": open_prs, "lsRemote": ls_remote, "defaultBranch": default_branch });
-    let plan = core.invoke("gc-plan", &request)?;
+    let scopes = scopes
+        .iter()
+        .map(|s| ws::ListedScope {
+            scope: s["scope"].as_str().unwrap_or_default().to_owned(),
+            text: s["text"].as_str().map(str::to_owned),
+        })
+        .collect();
+    let request = ws::GcRequest { scopes, open_prs, ls_remote, default_branch };
+    let plan = core.gc_plan(&request)?;
     Ok((t, plan))
+}
+
+/// The verdicts as the command's output prints them: `[{scope, reason, pr?}]`.
+fn judged_json(list: &[ws::JudgedScope]) -> Value {
+    let row = |j: &ws::JudgedScope| {
+        let mut row = json!({ "scope": j.scope, "reason": j.reason });
+        if let Some(pr) = j.pr {
+            row["pr"] = pr.into();
+        }
+        row
+    };
+    Value::Array(list.iter().map(row).collect())
+}
+
+/// The destroys that did not happen as the output prints them: `[{scope, error}]`, each error the object
+/// its destroy ended with.
+fn failed_json(list: &[ws::FailedDestroy]) -> Value {
+    let row = |f: &ws::FailedDestroy| {
+        let error = serde_json::from_str::<Value>(&f.error.json).unwrap_or(Value::Null);
+        json!({ "scope": f.scope, "error": error })
+    };
+    Value::Array(list.iter().map(row).collect())
 }
 
 /// The text of `--open-prs` (a file, or stdin for `-`), else what `gh pr list` prints.

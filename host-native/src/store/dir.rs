@@ -6,6 +6,7 @@
 use super::mutex::CellMutex;
 use crate::clock::now_ms;
 use crate::engine::CoreComponent;
+use crate::engine::wit::stores::Spelling;
 use crate::error::HostError;
 use serde_json::{Map, Value, json};
 use std::io::{ErrorKind, Write};
@@ -39,9 +40,7 @@ impl DirStore {
 
     /// The directory of the cell `env/scope` (the core's `cell-path` under the root), whether it exists or not.
     pub fn cell_dir(&self, core: &mut CoreComponent, env: &str, scope: &str) -> Result<PathBuf, HostError> {
-        let path = core.invoke("cell-path", &json!({ "env": env, "scope": scope }))?;
-        let dir = path["dir"].as_str().ok_or_else(|| HostError::internal("cell-path answered without `dir`"))?;
-        Ok(self.root.join(dir))
+        Ok(self.root.join(core.cell_path(env, scope)?.dir))
     }
 
     fn load(&self, core: &mut CoreComponent, dir: &Path, env: &str, scope: &str) -> Result<Value, HostError> {
@@ -79,10 +78,7 @@ impl DirStore {
     /// `[{scope, text}]`, as the core's ownership operations take them (`others`). The core says which
     /// directories are cells (`list-cells`: no second spelling of a scope, never `_locks`).
     pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
-        let probe = core.invoke("list-cells", &json!({ "env": env, "spelling": "dir", "names": [] }))?;
-        let segment =
-            probe["segment"].as_str().ok_or_else(|| HostError::internal("list-cells answered without `segment`"))?;
-        let dir = self.root.join(segment);
+        let dir = self.root.join(core.list_cells(env, Spelling::Dir, &[])?.segment);
         let names: Vec<String> = match std::fs::read_dir(&dir) {
             Ok(entries) => entries
                 .filter_map(Result::ok)
@@ -92,10 +88,10 @@ impl DirStore {
             Err(e) if e.kind() == ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(HostError::io(format!("cannot list {}", dir.display()), &e)),
         };
-        let listed = core.invoke("list-cells", &json!({ "env": env, "spelling": "dir", "names": names }))?;
+        let listed = core.list_cells(env, Spelling::Dir, &names)?;
         let mut out = Vec::new();
-        for cell in listed["cells"].as_array().into_iter().flatten() {
-            let (Some(name), Some(scope)) = (cell["name"].as_str(), cell["scope"].as_str()) else { continue };
+        for cell in listed.cells {
+            let (name, scope) = (cell.name, cell.scope);
             let path = dir.join(name).join("latest.json");
             let text = match std::fs::read(&path) {
                 Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),

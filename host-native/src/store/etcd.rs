@@ -315,11 +315,7 @@ impl EtcdStore {
     /// `deadline`). Without a deadline the answer depends on the budget alone and is asked once.
     fn begin(&self, core: &mut CoreComponent, deadline: Option<Instant>) -> Op {
         let started = Instant::now();
-        let mut ask = |deadline_ms: Option<u64>| {
-            let request =
-                json!({ "nowMs": 0, "startedMs": 0, "budgetMs": self.inner.budget_ms, "deadlineMs": deadline_ms });
-            core.invoke("store-deadline", &request).ok().and_then(|v| v["remainingMs"].as_u64())
-        };
+        let mut ask = |deadline_ms: Option<u64>| core.store_deadline(0, 0, self.inner.budget_ms, deadline_ms).ok();
         let remaining = match deadline {
             Some(d) => ask(Some(ms(d.saturating_duration_since(started)))),
             None => match self.inner.unbounded_ms.get() {

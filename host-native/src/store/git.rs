@@ -25,6 +25,7 @@ mod repo;
 pub use repo::GitEnv;
 
 use crate::engine::CoreComponent;
+use crate::engine::wit::stores as ws;
 use crate::error::HostError;
 use repo::Repo;
 use serde_json::{Map, Value, json};
@@ -206,11 +207,8 @@ impl Inner {
     /// Starts an operation asked for at `asked`: its end is the core's `store-deadline` (the budget from
     /// `asked`, bounded by the caller's `deadline`).
     fn begin(&mut self, core: &mut CoreComponent, asked: Instant, deadline: Option<Instant>) {
-        let request = json!({
-            "nowMs": 0, "startedMs": 0, "budgetMs": self.budget_ms,
-            "deadlineMs": deadline.map(|d| ms(d.saturating_duration_since(asked))),
-        });
-        let remaining = core.invoke("store-deadline", &request).ok().and_then(|v| v["remainingMs"].as_u64());
+        let deadline_ms = deadline.map(|d| ms(d.saturating_duration_since(asked)));
+        let remaining = core.store_deadline(0, 0, self.budget_ms, deadline_ms).ok();
         let end = asked + Duration::from_millis(remaining.unwrap_or(self.budget_ms));
         self.op = Op { started: asked, end: Some(end) };
         if let Some(repo) = &self.repo {
@@ -233,20 +231,18 @@ impl Inner {
                 return Err(HostError::usage("a git store remote cannot start with `-`"));
             }
             let host = super::process::hostname();
-            repo::sweep(&mut |names, processes| {
-                core.invoke("git-stale-clones", &json!({ "names": names, "host": host, "processes": processes })).ok()
-            });
+            repo::sweep(&mut |names, processes| core.git_stale_clones(names, &host, processes).ok());
             let (pid, start) = (std::process::id(), super::process::own_start());
             let remote = self.remote.clone();
             let mut name = |random: &str| {
-                let answer = core.invoke(
-                    "git-clone-name",
-                    &json!({ "remote": remote, "host": host, "pid": pid, "start": start, "random": random }),
-                )?;
-                answer["name"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .ok_or_else(|| HostError::internal("git-clone-name answered no name"))
+                let request = ws::CloneNameRequest {
+                    remote: remote.clone(),
+                    host: host.clone(),
+                    pid,
+                    start: start.clone(),
+                    random: random.to_owned(),
+                };
+                core.git_clone_name(&request)
             };
             let created = Repo::create(&mut name, &repo::inherited_auth_config(), self.git_env.clone(), self.op.end);
             self.repo = Some(self.local(core, "the working clone", "", created)?);
@@ -256,13 +252,38 @@ impl Inner {
 
     /// The `STORE_CONTENDED` of git killed at the operation's deadline (the core's `git-retry`, `timeout`).
     fn timed_out(&self, core: &mut CoreComponent, read: bool, what: &str, reference: &str) -> HostError {
-        let request = json!({
-            "read": read, "what": what, "ref": reference, "remote": self.remote, "outcome": "timeout",
-            "attempts": 1, "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": 0.5,
-        });
-        match core.invoke("git-retry", &request) {
+        let request = self.retry_request(read, what, reference, ws::PushOutcome::Timeout, String::new(), 1, 0, 0.5);
+        match core.git_retry(&request) {
             Err(e) => e,
-            Ok(v) => HostError::internal(format!("git-retry answered {v} to a timeout")),
+            Ok(d) => HostError::internal(format!("git-retry answered {d:?} to a timeout")),
+        }
+    }
+
+    /// The core's `git-retry` request for attempt `attempts` of this operation.
+    #[allow(clippy::too_many_arguments)]
+    fn retry_request(
+        &self,
+        read: bool,
+        what: &str,
+        reference: &str,
+        outcome: ws::PushOutcome,
+        detail: String,
+        attempts: u32,
+        rejections: u32,
+        random: f64,
+    ) -> ws::RetryRequest {
+        ws::RetryRequest {
+            read,
+            what: what.to_owned(),
+            git_ref: reference.to_owned(),
+            remote: self.remote.clone(),
+            outcome,
+            detail,
+            attempts,
+            rejections,
+            elapsed_ms: self.elapsed(),
+            budget_ms: self.budget(),
+            random,
         }
     }
 
@@ -292,25 +313,17 @@ impl Inner {
         if ran.timed_out {
             return Err(self.timed_out(core, true, what, reference));
         }
-        let outcome = core.invoke("git-push-outcome", &json!({ "exitCode": ran.code.max(1), "stderr": ran.stderr }))?;
-        let retry = core.invoke(
-            "git-retry",
-            &json!({
-                "read": true, "what": what, "ref": reference, "remote": self.remote,
-                "outcome": outcome["outcome"], "detail": outcome["detail"], "attempts": attempts,
-                "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": crate::random::unit()?,
-            }),
-        )?;
-        std::thread::sleep(Duration::from_millis(retry["delayMs"].as_u64().unwrap_or(0)));
+        let outcome = core.git_push_outcome(ran.code.max(1), &ran.stderr)?;
+        let random = crate::random::unit()?;
+        let request = self.retry_request(true, what, reference, outcome.outcome, outcome.detail, attempts, 0, random);
+        let retry = core.git_retry(&request)?;
+        std::thread::sleep(Duration::from_millis(retry.delay_ms));
         Ok(())
     }
 
     fn cell_ref(&self, core: &mut CoreComponent, env: &str, scope: &str) -> Result<CellRef, HostError> {
-        let path = core.invoke("cell-path", &json!({ "env": env, "scope": scope }))?;
-        let (Some(dir), Some(seg)) = (path["dir"].as_str(), path["ref"].as_str()) else {
-            return Err(HostError::internal(format!("cell-path answered {path}")));
-        };
-        Ok(CellRef { dir: dir.to_owned(), full: format!("refs/heads/{}/{seg}", self.prefix) })
+        let path = core.cell_path(env, scope)?;
+        Ok(CellRef { dir: path.dir, full: format!("refs/heads/{}/{}", self.prefix, path.git_ref) })
     }
 
     /// Fetches the cell ref: its tip, or `None` when the remote has no such ref. Remembers the tip. A
@@ -348,8 +361,8 @@ impl Inner {
         let out = self.local(core, "the cell", reference, out)?;
         // Latin-1: one character per byte, so that any bytes cross JSON and sizes stay byte counts.
         let output: String = out.iter().map(|&b| char::from(b)).collect();
-        let parsed = core.invoke("git-cat-parse", &json!({ "output": output, "count": specs.len() }))?;
-        Ok(parsed["objects"].as_array().into_iter().flatten().map(|o| o.as_str().map(str::to_owned)).collect())
+        let count = u32::try_from(specs.len()).map_err(|_| HostError::internal("too many objects for one cat-file"))?;
+        core.git_cat_parse(&output, count)
     }
 
     /// The cell snapshot at `tip` (`{env, scope, files}`, the files that exist).
@@ -435,7 +448,7 @@ impl Inner {
     ) -> Result<Value, HostError> {
         let (mut attempts, mut rejections) = (0u32, 0u32);
         // The remote's last refusal, for an error after the deadline cut a later attempt short.
-        let mut last_detail = Value::from("");
+        let mut last_detail = String::new();
         loop {
             let (tip, fresh) = match self.tips.get(&cell.full) {
                 Some(tip) => (tip.clone(), false),
@@ -457,45 +470,53 @@ impl Inner {
                 continue;
             }
             let answer = decided?;
-            let seed: Vec<Value> = seed.iter().map(|(path, text)| json!({ "path": path, "text": text })).collect();
-            let built = core.invoke(
-                "git-commit",
-                &json!({ "env": env, "scope": scope, "dir": cell.dir, "tip": tip, "changes": changes, "oldLock": old_lock, "seed": seed }),
-            )?;
-            let what = built["what"].as_str().unwrap_or("the change").to_owned();
-            let what = what.as_str();
+            let request = ws::CommitRequest {
+                env: env.to_owned(),
+                scope: scope.to_owned(),
+                dir: cell.dir.clone(),
+                tip: tip.clone(),
+                changes: changes.iter().map(crate::engine::change_of).collect::<Result<_, _>>()?,
+                old_lock,
+                seed: seed.iter().map(|(path, text)| ws::SeedFile { path: path.clone(), text: text.clone() }).collect(),
+            };
+            let built = core.git_commit(&request)?;
+            let what = built.what.as_str();
             if let Some(latest) = changes.iter().find(|c| c["op"] == "write" && c["file"] == "latest.json") {
                 let unpushed = self.unpushed.get_or_insert_with(unpushed_dir).clone();
                 *kept = Some(keep_locally(&unpushed, &cell.dir, latest["content"].as_str().unwrap_or_default())?);
             }
             let remote = self.remote.clone();
-            let commit = self.repo(core)?.commit(built["stream"].as_str().unwrap_or_default());
+            let commit = self.repo(core)?.commit(&built.fast_import);
             let commit = self.local(core, what, &cell.full, commit)?;
             let ran = self.repo(core)?.push(&remote, &commit, &cell.full, tip.as_deref())?;
             let outcome = if ran.timed_out {
-                json!({ "outcome": "timeout", "detail": last_detail })
+                ws::PushClassified { outcome: ws::PushOutcome::Timeout, detail: last_detail.clone() }
             } else {
-                core.invoke("git-push-outcome", &json!({ "exitCode": ran.code, "stderr": ran.stderr }))?
+                core.git_push_outcome(ran.code, &ran.stderr)?
             };
-            if outcome["outcome"] == "ok" {
+            if outcome.outcome == ws::PushOutcome::Ok {
                 self.tips.insert(cell.full.clone(), Some(commit));
                 return Ok(answer);
             }
             self.tips.remove(&cell.full);
             attempts += 1;
-            if outcome["outcome"] == "rejected" {
+            if outcome.outcome == ws::PushOutcome::Rejected {
                 rejections += 1;
             }
-            last_detail = outcome["detail"].clone();
-            let retry = core.invoke(
-                "git-retry",
-                &json!({
-                    "what": what, "ref": cell.full, "remote": remote, "outcome": outcome["outcome"],
-                    "detail": outcome["detail"], "attempts": attempts, "rejections": rejections,
-                    "elapsedMs": self.elapsed(), "budgetMs": self.budget(), "random": crate::random::unit()?,
-                }),
-            )?;
-            std::thread::sleep(Duration::from_millis(retry["delayMs"].as_u64().unwrap_or(0)));
+            last_detail.clone_from(&outcome.detail);
+            let random = crate::random::unit()?;
+            let request = self.retry_request(
+                false,
+                what,
+                &cell.full,
+                outcome.outcome,
+                outcome.detail,
+                attempts,
+                rejections,
+                random,
+            );
+            let retry = core.git_retry(&request)?;
+            std::thread::sleep(Duration::from_millis(retry.delay_ms));
         }
     }
 
@@ -510,26 +531,24 @@ impl Inner {
         if !self.legacy_fetch(core)? {
             return Ok(Vec::new());
         }
-        let probe = core.invoke("cell-path", &json!({ "env": env, "scope": "x" }))?;
-        let env_dir = probe["dir"].as_str().and_then(|d| d.split('/').next()).unwrap_or(env).to_owned();
+        let probe = core.cell_path(env, "x")?;
+        let env_dir = probe.dir.split('/').next().unwrap_or(env).to_owned();
         let dirs = legacy::scope_dirs(self.repo(core)?, &env_dir)?;
-        let names = core.invoke("scope-names", &json!({ "dirs": dirs }))?;
+        let names = core.scope_names(&dirs)?;
         let mut found = Vec::new();
-        for name in names["scopes"].as_array().cloned().unwrap_or_default() {
-            let Some(scope) = name.as_str().filter(|s| *s != "_locks") else { continue };
-            if own.iter().any(|(s, _)| s == scope) {
+        for scope in names.into_iter().flatten() {
+            if scope == "_locks" || own.iter().any(|(s, _)| *s == scope) {
                 continue;
             }
-            let Ok(path) = core.invoke("cell-path", &json!({ "env": env, "scope": scope })) else { continue };
-            found.push((scope.to_owned(), legacy::latest_spec(path["dir"].as_str().unwrap_or_default())));
+            let Ok(path) = core.cell_path(env, &scope) else { continue };
+            found.push((scope, legacy::latest_spec(&path.dir)));
         }
         Ok(found)
     }
 
     fn list(&mut self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
-        let probe = core.invoke("list-cells", &json!({ "env": env, "spelling": "ref", "names": [] }))?;
-        let env_seg =
-            probe["segment"].as_str().ok_or_else(|| HostError::internal("list-cells answered without `segment`"))?;
+        let probe = core.list_cells(env, ws::Spelling::GitRef, &[])?;
+        let env_seg = probe.segment;
         let base = format!("refs/heads/{}/{env_seg}/", self.prefix);
         let remote = self.remote.clone();
         let (mut attempt, mut failures) = (0, 0);
@@ -548,19 +567,9 @@ impl Inner {
                 .filter_map(|(_, name)| name.strip_prefix(&base).filter(|s| !s.contains('/')).map(str::to_owned))
                 .collect();
             // The core says which refs are cells (no second spelling of a scope, never `_locks`).
-            let cells = core.invoke("list-cells", &json!({ "env": env, "spelling": "ref", "names": segs }))?;
-            let cells: Vec<(String, String, String)> = cells["cells"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|c| {
-                    Some((
-                        c["name"].as_str()?.to_owned(),
-                        c["scope"].as_str()?.to_owned(),
-                        c["dir"].as_str()?.to_owned(),
-                    ))
-                })
-                .collect();
+            let cells = core.list_cells(env, ws::Spelling::GitRef, &segs)?;
+            let cells: Vec<(String, String, String)> =
+                cells.cells.into_iter().map(|c| (c.name, c.scope, c.dir)).collect();
             let shared = self.prefix == legacy::SHARED_PREFIX;
             if cells.is_empty() && !shared {
                 return Ok(Vec::new());
@@ -650,10 +659,7 @@ fn remove_pruned(path: &Path) {
 }
 
 fn redact_text(core: &mut CoreComponent, text: &str) -> String {
-    core.invoke("redact", &json!({ "text": text }))
-        .ok()
-        .and_then(|v| v["text"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "[REDACTED]".to_owned())
+    core.redact(text).unwrap_or_else(|_| "[REDACTED]".to_owned())
 }
 
 /// Removes credentials from an error's message and every string detail (core op `redact`).

@@ -8,8 +8,9 @@
 //! the content judged stale, so no number of contenders can remove a fresh owner's mutex. Never by age.
 
 use crate::engine::CoreComponent;
+use crate::engine::wit::stores as ws;
 use crate::error::HostError;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::ErrorKind;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -49,12 +50,16 @@ impl CellMutex {
     ) -> Result<Self, HostError> {
         let token = crate::random::hex(8)?;
         let pid = std::process::id();
-        let own = core.invoke(
-            "mutex-content",
-            &json!({ "pid": pid, "stat": read_stat(pid), "host": hostname(), "token": token, "nowMs": crate::clock::now_ms() }),
-        )?;
-        let content = own["content"].as_str().unwrap_or_default().to_owned();
-        let refresh = Duration::from_millis(own["refreshMs"].as_u64().unwrap_or(2_000));
+        let owner = ws::MutexOwner {
+            pid,
+            stat: read_stat(pid),
+            host: hostname(),
+            token: token.clone(),
+            now_ms: crate::clock::now_ms(),
+        };
+        let own = core.mutex_content(&owner)?;
+        let content = own.content;
+        let refresh = Duration::from_millis(own.refresh_ms);
         let tmp = path.with_file_name(format!("lock.mutex.{pid}.{token}.tmp"));
         write_new(&tmp, &content).map_err(|e| HostError::io(format!("cannot write {}", tmp.display()), &e))?;
         let result = Self::link_in(core, path, &tmp, env, scope, bound);
@@ -93,19 +98,19 @@ impl CellMutex {
                 Ok(text) => text,
             };
             let verdict = judge(core, &holder)?;
-            if verdict["verdict"] != "live" {
+            if verdict.verdict != ws::Verdict::Live {
                 break_stale(core, path, &holder, &verdict, tmp, 0)?;
                 continue;
             }
             if started.elapsed() >= bound {
-                let owner_pid = verdict["pid"].clone();
+                let owner_pid = verdict.pid;
                 return Err(HostError::new(
                     "STORE_CONTENDED",
                     format!(
                         "Timed out after {} s waiting for the mutex of {env}/{scope} ({}), held by pid {}.",
                         bound.as_secs_f64(),
                         path.display(),
-                        owner_pid.as_u64().map_or_else(|| "?".to_owned(), |p| p.to_string())
+                        owner_pid.map_or_else(|| "?".to_owned(), |p| p.to_string())
                     ),
                 )
                 .with("environment", env)
@@ -165,17 +170,14 @@ fn refresh_loop(held: &Held, path: &Path, tmp: &Path, every: Duration) {
 }
 
 /// The core's verdict on mutex (or claim) content `text`, from the facts about the pid it names.
-fn judge(core: &mut CoreComponent, text: &str) -> Result<Value, HostError> {
+fn judge(core: &mut CoreComponent, text: &str) -> Result<ws::MutexJudgement, HostError> {
     let pid = serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v.get("pid").and_then(Value::as_u64))
         .and_then(|p| u32::try_from(p).ok())
         .filter(|p| *p > 0);
-    let owner = pid.map(|p| json!({ "pid": p, "stat": read_stat(p), "alive": process_alive(p) }));
-    core.invoke(
-        "mutex-verdict",
-        &json!({ "content": text, "host": hostname(), "proc": Path::new("/proc/self/stat").exists(), "owner": owner }),
-    )
+    let owner = pid.map(|p| ws::OwnerFacts { pid: u64::from(p), stat: read_stat(p), alive: process_alive(p) });
+    core.mutex_verdict(text, &hostname(), Path::new("/proc/self/stat").exists(), owner.as_ref())
 }
 
 /// Removes `target` only if it still holds `judged` (judged stale in `verdict`), and only as the one
@@ -185,12 +187,12 @@ fn break_stale(
     core: &mut CoreComponent,
     target: &Path,
     judged: &str,
-    verdict: &Value,
+    verdict: &ws::MutexJudgement,
     tmp: &Path,
     depth: u32,
 ) -> Result<(), HostError> {
-    let Some(claim) = verdict["claim"].as_str().filter(|c| !c.contains('/')).map(|c| target.with_file_name(c)) else {
-        return Err(HostError::internal(format!("mutex-verdict answered {verdict}")));
+    let Some(claim) = Some(&verdict.claim).filter(|c| !c.contains('/')).map(|c| target.with_file_name(c)) else {
+        return Err(HostError::internal(format!("mutex-verdict answered the claim {:?}", verdict.claim)));
     };
     match std::fs::hard_link(tmp, &claim) {
         Ok(()) => {
@@ -206,7 +208,7 @@ fn break_stale(
         Err(e) if e.kind() == ErrorKind::AlreadyExists => {
             let Ok(other) = std::fs::read_to_string(&claim) else { return Ok(()) };
             let theirs = judge(core, &other)?;
-            if theirs["verdict"] != "live" && depth < MAX_CLAIM_DEPTH {
+            if theirs.verdict != ws::Verdict::Live && depth < MAX_CLAIM_DEPTH {
                 break_stale(core, &claim, &other, &theirs, tmp, depth + 1)?;
             }
             Ok(())

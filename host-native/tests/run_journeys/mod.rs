@@ -34,6 +34,11 @@ impl<'a> ComponentRun<'a> {
 
 impl RunApi for ComponentRun<'_> {
     fn transact(&mut self, op: &str, request: &Value) -> Result<Value, Value> {
+        if let Some(answer) = crate::typed_stores::answer(self.core, op, &request.to_string()) {
+            let answer =
+                answer.and_then(|text| serde_json::from_str(&text).map_err(|e| HostError::internal(e.to_string())));
+            return answer.map_err(|e| e.to_json());
+        }
         self.core.invoke(op, request).map_err(|e| e.to_json())
     }
     fn create(&mut self, config: &Value) -> Result<String, String> {

@@ -6,8 +6,8 @@
 //! Every git process runs in its own process group with a deadline: when it passes, the whole group
 //! (git, its `git-remote-*` helper, ssh) is killed and the run reports `timed_out`.
 
+use crate::engine::wit::stores::{ProcessFact, StaleClones};
 use crate::error::HostError;
-use serde_json::Value;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -62,13 +62,8 @@ pub struct GitEnv {
 impl GitEnv {
     /// Asks the core (`git-env`).
     pub fn from_core(core: &mut crate::engine::CoreComponent) -> Result<Self, HostError> {
-        let answer = core.invoke("git-env", &serde_json::json!({}))?;
-        let strings = |v: &serde_json::Value| -> Vec<String> {
-            v.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect()
-        };
-        let set = answer["set"].as_object().into_iter().flatten();
-        let set = set.filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned()))).collect();
-        Ok(Self { remove: strings(&answer["remove"]), set })
+        let answer = core.git_env()?;
+        Ok(Self { remove: answer.remove, set: answer.set.into_iter().map(|v| (v.name, v.value)).collect() })
     }
 }
 
@@ -327,7 +322,7 @@ fn join_within(reader: std::thread::JoinHandle<Vec<u8>>, grace: Duration) -> Vec
 }
 
 /// The core's `git-stale-clones` (names, looked-up processes) as the sweep calls it; `None` when it failed.
-pub(super) type StaleVerdict<'a> = dyn FnMut(&[String], Option<&Value>) -> Option<Value> + 'a;
+pub(super) type StaleVerdict<'a> = dyn FnMut(&[String], Option<&[ProcessFact]>) -> Option<StaleClones> + 'a;
 
 /// Removes the clones in the temp dir whose process no longer exists (the core's `git-stale-clones`:
 /// pid and start time, a zombie counts as gone); clones of live processes, and directories the core does
@@ -342,13 +337,10 @@ pub(super) fn sweep(stale: &mut StaleVerdict<'_>) {
         return;
     }
     let Some(asked) = stale(&names, None) else { return };
-    let mut processes = serde_json::Map::new();
-    for pid in asked["pids"].as_array().into_iter().flatten().filter_map(Value::as_u64) {
-        let start = u32::try_from(pid).ok().and_then(crate::store::process::start_time);
-        processes.insert(pid.to_string(), start.map_or(Value::Null, Value::from));
-    }
-    let Some(answer) = stale(&names, Some(&Value::Object(processes))) else { return };
-    for name in answer["stale"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+    let processes: Vec<ProcessFact> =
+        asked.pids.into_iter().map(|pid| ProcessFact { pid, start: crate::store::process::start_time(pid) }).collect();
+    let Some(answer) = stale(&names, Some(&processes)) else { return };
+    for name in answer.stale.into_iter().flatten() {
         let _ = std::fs::remove_dir_all(std::env::temp_dir().join(name));
     }
 }
