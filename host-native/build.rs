@@ -33,7 +33,7 @@ fn main() {
 
     let target = std::env::var("TARGET").expect("cargo sets TARGET");
     println!("cargo:rustc-env=BATON_TARGET={target}"); // the engine's tests precompile for it too
-    let artifact = match precompile(&bytes, &target) {
+    let artifact = match cached_precompile(&bytes, &target, &out) {
         Ok(artifact) => artifact,
         Err(e) => {
             println!(
@@ -45,11 +45,37 @@ fn main() {
     write(&out.join("baton-core.cwasm"), &artifact);
 }
 
-/// The core compiled for `target` with the configuration the binary loads it with.
-fn precompile(component: &[u8], target: &str) -> Result<Vec<u8>, String> {
+/// [`precompile`], shared by every profile of one target directory: the debug and the release builds
+/// (and the test-faults one) embed the same machine code, since it depends only on the component's bytes,
+/// the target and wasmtime's version and settings, not on how wasmtime itself was optimised. Compiling it
+/// takes tens of seconds with the build script's unoptimised wasmtime, twice in every cold CI run without
+/// this. The cache lives in `<target dir>/precompiled/`, is keyed by a hash of all of that, and is only ever
+/// read by this build script (the binary reads no compiled code from disk); without a target directory
+/// above `OUT_DIR` nothing is cached.
+fn cached_precompile(component: &[u8], target: &str, out: &Path) -> Result<Vec<u8>, String> {
+    use std::hash::{Hash, Hasher};
     let config = config::precompile(target).map_err(|e| format!("{e:#}"))?;
     let engine = wasmtime::Engine::new(&config).map_err(|e| format!("{e:#}"))?;
-    engine.precompile_component(component).map_err(|e| format!("{e:#}"))
+    // `DefaultHasher::new()` has fixed keys: the same key in every build of one toolchain.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    component.hash(&mut h);
+    target.hash(&mut h);
+    engine.precompile_compatibility_hash().hash(&mut h);
+    let key = format!("{:016x}-{}.cwasm", h.finish(), component.len());
+    // OUT_DIR is <target dir>/<profile or target/profile>/build/<pkg>-<hash>/out.
+    let dir = out.ancestors().find(|p| p.join("CACHEDIR.TAG").is_file()).map(|t| t.join("precompiled"));
+    if let Some(cached) = dir.as_ref().and_then(|d| std::fs::read(d.join(&key)).ok()) {
+        return Ok(cached);
+    }
+    let artifact = engine.precompile_component(component).map_err(|e| format!("{e:#}"))?;
+    if let Some(d) = dir {
+        // A cache that cannot be written only costs the next build the compile.
+        let tmp = d.join(format!("{key}.{}.tmp", std::process::id()));
+        if std::fs::create_dir_all(&d).is_ok() && std::fs::write(&tmp, &artifact).is_ok() {
+            let _ = std::fs::rename(&tmp, d.join(&key));
+        }
+    }
+    Ok(artifact)
 }
 
 fn write(path: &Path, bytes: &[u8]) {
