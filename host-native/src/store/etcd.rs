@@ -6,6 +6,8 @@
 //! and a new decision. A list is one range read of the environment (`etcd-list`). Layout, the
 //! compare-and-swap and the retry rules are the core's (`core/src/stores/etcd.rs`), as in the Node store.
 //!
+//! The core's answers come through its typed `etcd` interface (`wit/etcd.wit`): records, no JSON text.
+//!
 //! Every operation has a deadline: the store budget (`BATON_STORE_BUDGET_MS`) from when it was asked for,
 //! bounded by the caller's (a held lease's `store_deadline`), as the core's `store-deadline` decides. One
 //! request to one endpoint may take the core's `attemptMs` at most; a failed or silent endpoint passes the
@@ -15,6 +17,8 @@
 mod conn;
 
 use crate::engine::CoreComponent;
+use crate::engine::wit::etcd as we;
+use crate::engine::wit::types::{CellFile, Change};
 use crate::error::HostError;
 use conn::{Conns, Failure, TlsFiles};
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
@@ -245,10 +249,17 @@ impl EtcdStore {
                 }
                 return decided;
             };
-            let plan = core
-                .invoke("etcd-txn", &json!({ "cell": keys.cell, "revisions": loaded.revisions, "changes": changes }))?;
+            let request = we::TxnRequest {
+                cell: keys.cell.clone(),
+                revisions: loaded
+                    .revisions
+                    .iter()
+                    .map(|(file, rev)| we::FileRevision { file: file.clone(), mod_revision: *rev })
+                    .collect(),
+                changes: changes.iter().map(change_of).collect::<Result<_, _>>()?,
+            };
             // A refused compare answers the cell as it is now, in the same round trip.
-            let txn = txn_of(plan).or_else(keys.gets.clone());
+            let txn = txn_of(core.etcd_txn(&request)?).or_else(keys.gets.clone());
             let outcome = self.attempt(core, &mut op, what, move |mut c| async move {
                 let r = c.txn(txn).await?;
                 let revision = r.header().map_or(0, |h| h.revision());
@@ -268,7 +279,7 @@ impl EtcdStore {
             self.forget_cell(&keys.cell);
             if fresh {
                 // Another writer moved the cell since it was read: back off, then decide on the cell now.
-                self.retry(core, &mut op, what, "conflict", None, "")?;
+                self.retry(core, &mut op, what, we::Outcome::Conflict, None, "")?;
             }
             known = Some((Loaded::from_gets(&keys.files, now), true));
         }
@@ -311,19 +322,11 @@ impl EtcdStore {
         let prefix = range.clone();
         let kvs = self.attempt(core, &mut op, What::List(env), move |mut c| async move {
             let got = c.get(prefix, Some(GetOptions::new().with_prefix())).await?;
-            Ok(got
-                .kvs()
-                .iter()
-                .map(|kv| {
-                    json!({
-                        "key": String::from_utf8_lossy(kv.key()),
-                        "value": String::from_utf8_lossy(kv.value()),
-                    })
-                })
-                .collect::<Vec<Value>>())
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            Ok(got.kvs().iter().map(|kv| we::Kv { key: text(kv.key()), value: Some(text(kv.value())) }).collect())
         })?;
-        let listed = core.invoke("etcd-list", &json!({ "env": env, "range": range, "kvs": kvs }))?;
-        Ok(listed["cells"].as_array().cloned().unwrap_or_default())
+        let listed = core.etcd_list(&we::ListRequest { env: env.to_owned(), range, kvs })?;
+        Ok(listed.into_iter().map(|c| json!({ "scope": c.scope, "text": c.text })).collect())
     }
 
     /// Starts an operation: its end is the core's `store-deadline` (the budget from now, bounded by
@@ -358,19 +361,11 @@ impl EtcdStore {
         if let Some(keys) = lock().get(env).and_then(|scopes| scopes.get(scope)) {
             return Ok(Arc::clone(keys));
         }
-        let mut answer =
-            core.invoke("etcd-keys", &json!({ "prefix": self.inner.prefix, "env": env, "scope": scope }))?;
-        let text = |v: &mut Value| match v.take() {
-            Value::String(s) => Some(s),
-            _ => None,
-        };
-        let cell = text(&mut answer["cell"]).ok_or_else(|| HostError::internal("etcd-keys answered no cell range"))?;
-        let files: Vec<(String, String)> = match answer["keys"].take() {
-            Value::Array(keys) => {
-                keys.into_iter().filter_map(|mut k| Some((text(&mut k["file"])?, text(&mut k["key"])?))).collect()
-            }
-            _ => Vec::new(),
-        };
+        let request =
+            we::KeysRequest { prefix: self.inner.prefix.clone(), env: env.to_owned(), scope: Some(scope.to_owned()) };
+        let answer = core.etcd_keys(&request)?;
+        let cell = answer.cell.ok_or_else(|| HostError::internal("etcd-keys answered no cell range"))?;
+        let files: Vec<(String, String)> = answer.keys.into_iter().map(|k| (k.file, k.key)).collect();
         let gets = files.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect();
         let keys = Arc::new(CellKeys { cell, files, gets });
         lock().entry(env.to_owned()).or_default().insert(scope.to_owned(), Arc::clone(&keys));
@@ -383,10 +378,10 @@ impl EtcdStore {
         if let Some(range) = lock().get(env) {
             return Ok(range.clone());
         }
-        let answer = core.invoke("etcd-keys", &json!({ "prefix": self.inner.prefix, "env": env }))?;
-        let range = answer["env"].as_str().ok_or_else(|| HostError::internal("etcd-keys answered no env range"))?;
-        lock().insert(env.to_owned(), range.to_owned());
-        Ok(range.to_owned())
+        let request = we::KeysRequest { prefix: self.inner.prefix.clone(), env: env.to_owned(), scope: None };
+        let range = core.etcd_keys(&request)?.env;
+        lock().insert(env.to_owned(), range.clone());
+        Ok(range)
     }
 
     /// The cell's state files and their revisions, in one read-only transaction.
@@ -438,7 +433,9 @@ impl EtcdStore {
             let left = op.end.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 let (index, detail) = op.last.clone();
-                return Err(self.retry_at(core, op, what, index, "timeout", None, &detail).unwrap_err_or_internal());
+                return Err(self
+                    .retry_at(core, op, what, index, we::Outcome::Timeout, None, &detail)
+                    .unwrap_err_or_internal());
             }
             let index = self.inner.current.load(Ordering::Relaxed) % self.inner.conns.endpoints().len().max(1);
             let timeout = left.min(Duration::from_millis(self.inner.attempt_ms));
@@ -447,7 +444,7 @@ impl EtcdStore {
                 Err(Failure { code, detail }) => {
                     self.inner.conns.forget(index);
                     op.last = (index, detail.clone());
-                    let next = self.retry_at(core, op, what, index, "failed", code, &detail)?;
+                    let next = self.retry_at(core, op, what, index, we::Outcome::Failed, code, &detail)?;
                     if next {
                         self.inner.current.store(index + 1, Ordering::Relaxed);
                     }
@@ -462,7 +459,7 @@ impl EtcdStore {
         core: &mut CoreComponent,
         op: &mut Op,
         what: What<'_>,
-        outcome: &str,
+        outcome: we::Outcome,
         code: Option<u32>,
         detail: &str,
     ) -> Result<bool, HostError> {
@@ -477,46 +474,48 @@ impl EtcdStore {
         op: &mut Op,
         what: What<'_>,
         index: usize,
-        outcome: &str,
+        outcome: we::Outcome,
         code: Option<u32>,
         detail: &str,
     ) -> Result<bool, HostError> {
         op.attempts += 1;
         let endpoints = self.inner.conns.endpoints();
-        let answer = core.invoke(
-            "etcd-retry",
-            &json!({
-                "what": what.to_string(), "endpoint": endpoints.get(index), "endpoints": endpoints, "outcome": outcome,
-                "code": code, "detail": detail, "attempts": op.attempts, "elapsedMs": op.elapsed_ms(),
-                "budgetMs": op.budget_ms(), "random": crate::random::unit()?,
-            }),
-        )?;
-        let delay = Duration::from_millis(answer["delayMs"].as_u64().unwrap_or(0));
+        let answer = core.etcd_retry(&we::RetryRequest {
+            what: what.to_string(),
+            endpoint: endpoints.get(index).cloned().unwrap_or_default(),
+            endpoints: endpoints.to_vec(),
+            outcome,
+            code,
+            detail: detail.to_owned(),
+            attempts: op.attempts,
+            elapsed_ms: op.elapsed_ms(),
+            budget_ms: op.budget_ms(),
+            random: crate::random::unit()?,
+        })?;
+        let delay = Duration::from_millis(answer.delay_ms);
         std::thread::sleep(delay.min(op.end.saturating_duration_since(Instant::now())));
-        Ok(answer["next"].as_bool().unwrap_or(false))
+        Ok(answer.next)
     }
 }
 
-/// The `etcd_client` transaction of the core's `etcd-txn` plan (its texts moved, not copied).
-fn txn_of(mut plan: Value) -> Txn {
-    let mut list = |k: &str| match plan[k].take() {
-        Value::Array(items) => items,
-        _ => Vec::new(),
-    };
-    let text = |v: &mut Value| match v.take() {
-        Value::String(s) => s,
-        _ => String::new(),
-    };
-    let compares: Vec<Compare> = list("compare")
-        .into_iter()
-        .map(|mut c| {
-            Compare::mod_revision(text(&mut c["key"]), CompareOp::Equal, c["modRevision"].as_i64().unwrap_or(0))
-        })
-        .collect();
-    let mut ops: Vec<TxnOp> =
-        list("put").into_iter().map(|mut p| TxnOp::put(text(&mut p["key"]), text(&mut p["value"]), None)).collect();
-    ops.extend(list("delete").into_iter().map(|mut k| TxnOp::delete(text(&mut k), None)));
+/// The `etcd_client` transaction of the core's `etcd.txn` answer (its texts moved, not copied).
+fn txn_of(plan: we::Transaction) -> Txn {
+    let compares: Vec<Compare> =
+        plan.compare.into_iter().map(|c| Compare::mod_revision(c.key, CompareOp::Equal, c.mod_revision)).collect();
+    let mut ops: Vec<TxnOp> = plan.put.into_iter().map(|p| TxnOp::put(p.key, p.value, None)).collect();
+    ops.extend(plan.delete.into_iter().map(|k| TxnOp::delete(k, None)));
     Txn::new().when(compares).and_then(ops)
+}
+
+/// A change of a cell operation's JSON answer as the WIT change it spells (`{op: write, file, content}` or
+/// `{op: delete, file}`); `INTERNAL` for anything else.
+fn change_of(c: &Value) -> Result<Change, HostError> {
+    let text = |k: &str| c[k].as_str().map(str::to_owned);
+    match (c["op"].as_str(), text("file"), text("content")) {
+        (Some("write"), Some(name), Some(content)) => Ok(Change::Write(CellFile { name, content })),
+        (Some("delete"), Some(file), _) => Ok(Change::Delete(file)),
+        _ => Err(HostError::internal(format!("the core answered a change the etcd store cannot commit: {c}"))),
+    }
 }
 
 /// A retry decision that must be a refusal (a timeout always is).
