@@ -2,16 +2,18 @@
 //! `<prefix><env dir>/<scope dir>/f` (prefix `BATON_ETCD_PREFIX`, default `/baton/`). A transaction reads
 //! the cell's state files and their `mod_revision`s in one read-only etcd transaction, asks the core, and
 //! commits the answer's changes in ONE etcd transaction that compares every state file's `mod_revision`
-//! with what it read (the core's `etcd-txn`); a refused compare is a conflict, answered by a fresh read
-//! and a new decision. A list is one range read of the environment (`etcd-list`). Layout, the
-//! compare-and-swap and the retry rules are the core's (`core/src/stores/etcd.rs`), as in the Node store.
-//!
-//! The core's answers come through its typed `etcd` interface (`wit/etcd.wit`): records, no JSON text.
+//! with what it read (the core's `etcd.txn`); a refused compare is a conflict, answered by the cell as the
+//! same transaction read it (its failure branch) and a new decision. A cell this store committed itself is
+//! decided on as it left it, without the read: the response's revision is the `mod_revision` of every key
+//! it put, and the compare refuses the decision if anyone changed the cell since, so a lease cycle is one
+//! round trip per operation. A list is one range read of the environment (`etcd.list`). Layout, the
+//! compare-and-swap and the retry rules are the core's (`core/src/stores/etcd.rs`, through its typed `etcd`
+//! interface, `wit/etcd.wit`: records, no JSON text), as in the Node store (which calls their JSON twins).
 //!
 //! Every operation has a deadline: the store budget (`BATON_STORE_BUDGET_MS`) from when it was asked for,
 //! bounded by the caller's (a held lease's `store_deadline`), as the core's `store-deadline` decides. One
 //! request to one endpoint may take the core's `attemptMs` at most; a failed or silent endpoint passes the
-//! operation to the next endpoint, and the core's `etcd-retry` says when to stop (`STORE_PERMISSION` for
+//! operation to the next endpoint, and the core's `etcd.retry` says when to stop (`STORE_PERMISSION` for
 //! refused credentials, `STORE_CONTENDED` naming the endpoints when none answered in time).
 
 mod conn;
@@ -55,13 +57,13 @@ struct Inner {
     /// The core's `store-deadline` answer for an operation without a deadline of its own (the budget
     /// alone decides it, so it is asked once).
     unbounded_ms: std::sync::OnceLock<u64>,
-    /// The core's `etcd-keys` answers for cells, by env and scope (pure, so asked once per cell).
+    /// The core's `etcd.keys` answers for cells, by env and scope (pure, so asked once per cell).
     cell_keys: Mutex<HashMap<String, HashMap<String, Arc<CellKeys>>>>,
-    /// The core's `etcd-keys` answers for environments: the key range of each.
+    /// The core's `etcd.keys` answers for environments: the key range of each.
     env_ranges: Mutex<HashMap<String, String>>,
 }
 
-/// Where one cell lives (the core's `etcd-keys`): its key range, and each state file's key, in the core's
+/// Where one cell lives (the core's `etcd.keys`): its key range, and each state file's key, in the core's
 /// `cell-files` order, with the gets that read them (a load, and a commit's failure branch).
 struct CellKeys {
     /// The cell's key range: every key of the cell starts with it.
@@ -315,7 +317,7 @@ impl EtcdStore {
         })
     }
 
-    /// The scopes of `env` with their `latest.json` text, sorted by scope: one range read (`etcd-list`).
+    /// The scopes of `env` with their `latest.json` text, sorted by scope: one range read (`etcd.list`).
     pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
         let mut op = self.begin(core, None);
         let range = self.env_range(core, env)?;
@@ -355,7 +357,7 @@ impl EtcdStore {
         }
     }
 
-    /// The core's `etcd-keys` for the cell `env/scope`, remembered per cell: a pure answer.
+    /// The core's `etcd.keys` for the cell `env/scope`, remembered per cell: a pure answer.
     fn cell_keys(&self, core: &mut CoreComponent, env: &str, scope: &str) -> Result<Arc<CellKeys>, HostError> {
         let lock = || self.inner.cell_keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(keys) = lock().get(env).and_then(|scopes| scopes.get(scope)) {
@@ -372,7 +374,7 @@ impl EtcdStore {
         Ok(keys)
     }
 
-    /// The core's `etcd-keys` for the environment `env`: its key range (what a list reads), remembered.
+    /// The core's `etcd.keys` for the environment `env`: its key range (what a list reads), remembered.
     fn env_range(&self, core: &mut CoreComponent, env: &str) -> Result<String, HostError> {
         let lock = || self.inner.env_ranges.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(range) = lock().get(env) {
@@ -415,7 +417,7 @@ impl EtcdStore {
         self.inner.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(cell);
     }
 
-    /// One request, tried on the endpoints in turn until one answers, the core's `etcd-retry` says to stop,
+    /// One request, tried on the endpoints in turn until one answers, the core's `etcd.retry` says to stop,
     /// or the operation's deadline passes.
     fn attempt<T, F, Fut>(
         &self,
