@@ -93,6 +93,24 @@ export async function startEtcd(name, n = 1) {
     restart(i) {
       spawnMember(members[i]);
     },
+    /**
+     * How many KV requests the running members have answered so far, whatever their outcome, from each
+     * member's own counters (`/metrics`: `grpc_server_handled_total`): `{txn, range}`. The difference over
+     * some operations is their round trips, counted by the server.
+     */
+    async kvRequests() {
+      const counts = { txn: 0, range: 0 };
+      for (const m of members.filter((m) => m.child !== null && !m.paused)) {
+        const text = await (await fetch(`${url(m)}/metrics`)).text();
+        for (const line of text.split('\n')) {
+          if (!line.startsWith('grpc_server_handled_total{') || !line.includes('etcdserverpb.KV')) continue;
+          const n = Number(line.slice(line.lastIndexOf(' ') + 1));
+          if (line.includes('grpc_method="Txn"')) counts.txn += n;
+          if (line.includes('grpc_method="Range"')) counts.range += n;
+        }
+      }
+      return counts;
+    },
     /** The index of the leader, or null. */
     leader() {
       const r = etcdctl(running(), ['endpoint', 'status', '-w', 'json']);

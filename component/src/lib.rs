@@ -1,7 +1,7 @@
 //! The baton core as a WebAssembly component (`wit/`, world `core`), with no imports.
 //!
-//! Type conversions only: the typed interfaces (`locks`, `leases`, `stores`) convert with [`convert`] and call the
-//! core's typed functions; the JSON ones of `decisions` forward to [`baton_core::api::invoke`].
+//! Type conversions only: the typed interfaces (`locks`, `leases`, `stores`, `etcd`) convert with [`convert`]
+//! and call the core's typed functions; the JSON ones of `decisions` forward to [`baton_core::api::invoke`].
 
 // The generated bindings declare the canonical-ABI exports, which needs `unsafe` and `export_name`.
 #![allow(missing_docs, unreachable_pub, unsafe_code)]
@@ -11,6 +11,7 @@
 wit_bindgen::generate!({ world: "core", path: "../wit" });
 
 mod convert;
+mod etcd;
 mod locks;
 mod stores;
 

@@ -219,7 +219,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "etcd-keys" => {
             run(op, input, |r: EtcdKeysRequest| crate::stores::etcd::keys(&r.prefix, &r.env, r.scope.as_deref()))
         }
-        "etcd-txn" => run(op, input, |r: EtcdTxnRequest| crate::stores::etcd::txn(&r.cell, &r.revisions, &r.changes)),
+        "etcd-txn" => run(op, input, |r: EtcdTxnRequest| crate::stores::etcd::txn(&r.cell, &r.revisions, r.changes)),
         "etcd-list" => run(op, input, |r: EtcdListRequest| crate::stores::etcd::list(&r.env, &r.range, &r.kvs)),
         "etcd-retry" => run(op, input, |r: EtcdRetryRequest| {
             crate::stores::etcd::retry(

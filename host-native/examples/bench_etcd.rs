@@ -12,6 +12,8 @@ mod figures;
 
 use baton_native::commands::open_store;
 use baton_native::engine::CoreComponent;
+use baton_native::engine::wit::etcd;
+use baton_native::engine::wit::types::{CellFile, Change};
 use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -220,8 +222,21 @@ fn main() {
             _ => json!({ "cell": held, "holder": "inproc-1", "epoch": 1 }),
         };
         let answer = core.invoke(op, &request).expect("the core decides");
-        let plan = json!({ "cell": "/baton/preview/pr-2/", "revisions": { "lock.json": 7, "epoch.json": 7 }, "changes": answer["changes"] });
-        core.invoke("etcd-txn", &plan).expect("the core plans the transaction");
+        // The store's plan of the commit, through the typed `etcd` interface as the store asks it.
+        let changes = answer["changes"].as_array().into_iter().flatten().map(|c| match c["op"].as_str() {
+            Some("write") => Change::Write(CellFile {
+                name: c["file"].as_str().unwrap_or_default().to_owned(),
+                content: c["content"].as_str().unwrap_or_default().to_owned(),
+            }),
+            _ => Change::Delete(c["file"].as_str().unwrap_or_default().to_owned()),
+        });
+        let revision = |file: &str| etcd::FileRevision { file: file.to_owned(), mod_revision: 7 };
+        let plan = etcd::TxnRequest {
+            cell: "/baton/preview/pr-2/".to_owned(),
+            revisions: vec![revision("lock.json"), revision("epoch.json")],
+            changes: changes.collect(),
+        };
+        core.etcd_txn(&plan).expect("the core plans the transaction");
     };
     let ops = ["lock-acquire", "fenced-write", "lock-release"];
     let hot = median_ms(CYCLES, || ops.iter().for_each(|op| one_op(&mut core, op)));

@@ -35,9 +35,9 @@ use bindings::exports::baton::core::types::Error as WitError;
 use bindings::exports::baton::core::{leases as wl, locks as wlocks};
 
 /// The generated types of the component's typed interfaces (`wit/types.wit`, `locks.wit`, `lease.wit`,
-/// `stores.wit`).
+/// `stores.wit`, `etcd.wit`).
 pub mod wit {
-    pub use super::bindings::exports::baton::core::{leases, locks, stores, types};
+    pub use super::bindings::exports::baton::core::{etcd, leases, locks, stores, types};
 }
 
 /// The component bytes this binary was built with.
@@ -272,6 +272,29 @@ impl CoreComponent {
         op: &wlocks::LockOp,
     ) -> Result<Result<wlocks::LockAnswer, WitError>, HostError> {
         self.core.baton_core_locks().call_apply(&mut self.store, cell, now_ms, op).map_err(wasm_error)
+    }
+}
+
+/// The typed `etcd` interface (`wit/etcd.wit`): the etcd store's decisions without JSON text.
+impl CoreComponent {
+    /// Where the environment (and the cell) live; `USAGE` for a name that is not valid.
+    pub fn etcd_keys(&mut self, request: &wit::etcd::KeysRequest) -> Result<wit::etcd::CellKeys, HostError> {
+        self.core.baton_core_etcd().call_keys(&mut self.store, request).map_err(wasm_error)?.map_err(from_wit)
+    }
+
+    /// The one transaction that commits a change set on the cell as loaded.
+    pub fn etcd_txn(&mut self, request: &wit::etcd::TxnRequest) -> Result<wit::etcd::Transaction, HostError> {
+        self.core.baton_core_etcd().call_txn(&mut self.store, request).map_err(wasm_error)?.map_err(from_wit)
+    }
+
+    /// The cells of an environment in one range read of it.
+    pub fn etcd_list(&mut self, request: &wit::etcd::ListRequest) -> Result<Vec<wit::etcd::ListedCell>, HostError> {
+        self.core.baton_core_etcd().call_list(&mut self.store, request).map_err(wasm_error)?.map_err(from_wit)
+    }
+
+    /// Whether to try a failed etcd request again, or the error that ends its operation.
+    pub fn etcd_retry(&mut self, request: &wit::etcd::RetryRequest) -> Result<wit::etcd::RetryDecision, HostError> {
+        self.core.baton_core_etcd().call_retry(&mut self.store, request).map_err(wasm_error)?.map_err(from_wit)
     }
 }
 

@@ -1,10 +1,14 @@
 //! The etcd store end to end with the CLI, on one real etcd of this file's own (started once, stopped at
 //! the end): the succession journey, eight scopes at once, a paused run fenced out, a cell deleted
-//! mid-run, endpoints that refuse or never answer, TLS with a CA file, and a user and password that never
-//! show.
+//! mid-run, the round trips of a lease cycle and a stale cell refused by the compare, endpoints that refuse
+//! or never answer, TLS with a CA file, and a user and password that never show.
 
 mod common;
 
+use baton_native::commands::open_store;
+use baton_native::engine::CoreComponent;
+use baton_native::error::HostError;
+use baton_native::store::Store;
 use common::etcd::Etcd;
 use common::{BATON, TempDir, command, envelope, json_in, sh, wait_for, with_json};
 use serde_json::{Value, json};
@@ -38,6 +42,7 @@ fn journeys_on_a_real_etcd() {
     eight_scopes_at_once(&t, &etcd, &store);
     a_paused_run_is_fenced_out(&t, &store);
     a_cell_deleted_mid_run_fails_the_run_safely(&t, &etcd, &store);
+    a_cycle_is_three_round_trips_and_a_stale_cell_is_read_fresh(&etcd);
     unreachable_and_silent_endpoints_end_in_bounded_time(&t, &etcd);
     tls_with_a_ca_file(&t);
     // Last: it turns authentication on.
@@ -125,6 +130,76 @@ fn a_cell_deleted_mid_run_fails_the_run_safely(t: &TempDir, etcd: &Etcd, store: 
     assert_eq!(etcd.get("/baton/preview/del/lock.json"), None, "nothing was re-asserted");
     let (code, env) = json_in(&t.0, store, &["run", "--scope", "del", "--", "true"]);
     assert_eq!(code, 0, "the next run works: {env}");
+}
+
+/// One store of its own (its own connections and remembered cells), as another process would have.
+fn library_store(etcd: &Etcd) -> (CoreComponent, Store) {
+    let mut core = CoreComponent::load().unwrap();
+    let store = open_store(&mut core, Some(&etcd.spec()), false).unwrap();
+    (core, store)
+}
+
+/// `op` with `request` on the cell `preview/cached` of `store`; every snapshot it decided on goes to `seen`.
+fn decide(
+    (core, store): &mut (CoreComponent, Store),
+    op: &str,
+    request: Value,
+    seen: &mut Vec<Value>,
+) -> Result<Value, HostError> {
+    store.transact(core, "preview", "cached", |core, cell, now| {
+        seen.push(cell["files"].clone());
+        let mut request = request.clone();
+        request["cell"] = cell;
+        request["nowMs"] = now.into();
+        core.invoke(op, &request)
+    })
+}
+
+/// Acquire, one fenced write, release: the lease cycle of the bench. Answers the epoch granted.
+fn cycle(s: &mut (CoreComponent, Store), holder: &str, seen: &mut Vec<Value>) -> u64 {
+    let lock = decide(s, "lock-acquire", json!({ "holder": holder, "ttlMs": 60_000 }), seen).unwrap();
+    let epoch = lock["lock"]["epoch"].as_u64().unwrap();
+    let fence = json!({ "holder": holder, "epoch": epoch, "file": "state.json", "content": holder });
+    decide(s, "fenced-write", fence, seen).unwrap();
+    decide(s, "lock-release", json!({ "holder": holder, "epoch": epoch }), seen).unwrap();
+    epoch
+}
+
+/// A store decides on the cell as it last committed it: a lease cycle is exactly three etcd transactions
+/// and no read, counted by the server. When another client changed the cell meanwhile, the compare refuses
+/// the decision made on the remembered cell, the same round trip answers the cell as it is now, and the
+/// store decides again on that: one more transaction, still no read.
+fn a_cycle_is_three_round_trips_and_a_stale_cell_is_read_fresh(etcd: &Etcd) {
+    let (mut a, mut b) = (library_store(etcd), library_store(etcd));
+    let mut seen = Vec::new();
+    assert_eq!(cycle(&mut a, "a1", &mut seen), 1);
+    let before = etcd.kv_requests();
+    assert_eq!(cycle(&mut a, "a2", &mut seen), 2);
+    let after = etcd.kv_requests();
+    assert_eq!((after.0 - before.0, after.1 - before.1), (3, 0), "a cycle on the remembered cell: 3 transactions");
+
+    // Behind a's back, b takes the lock and releases it: epoch 3 was granted, the cell is free again.
+    assert_eq!(cycle(&mut b, "b", &mut seen), 3);
+    let before = etcd.kv_requests();
+    seen.clear();
+    let lock = decide(&mut a, "lock-acquire", json!({ "holder": "a3", "ttlMs": 60_000 }), &mut seen).unwrap();
+    let after = etcd.kv_requests();
+    let epochs: Vec<Value> = seen.iter().map(|files| files["epoch.json"].clone()).collect();
+    assert_eq!(epochs.len(), 2, "decided on the remembered cell, then on the cell as it is: {seen:?}");
+    assert!(
+        epochs[0].as_str().unwrap().contains("\"epoch\": 2") && epochs[1].as_str().unwrap().contains("\"epoch\": 3")
+    );
+    assert_eq!(lock["lock"]["epoch"], 4, "granted above b's epoch, not again at 3");
+    assert_eq!((after.0 - before.0, after.1 - before.1), (2, 0), "the refused compare answered the cell");
+
+    // b holds the lock now: a's remembered cell (its own grant) is refused, and the cell as it is refuses a.
+    decide(&mut a, "lock-release", json!({ "holder": "a3", "epoch": 4 }), &mut seen).unwrap();
+    decide(&mut b, "lock-acquire", json!({ "holder": "b", "ttlMs": 60_000 }), &mut seen).unwrap();
+    seen.clear();
+    let e = decide(&mut a, "lock-acquire", json!({ "holder": "a4", "ttlMs": 60_000 }), &mut seen).unwrap_err();
+    assert_eq!((e.code.as_str(), e.details["lock"]["holder"].clone()), ("LOCK_HELD", json!("b")), "{e:?}");
+    assert_eq!(seen.len(), 2, "the refusal was decided on the cell as it is: {seen:?}");
+    assert_eq!(etcd.get("/baton/preview/cached/lock.json").map(|l| l.contains("\"holder\": \"b\"")), Some(true));
 }
 
 fn unreachable_and_silent_endpoints_end_in_bounded_time(t: &TempDir, etcd: &Etcd) {

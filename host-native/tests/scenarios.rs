@@ -1,5 +1,6 @@
 //! Runs the conformance corpus (`tests/scenarios/*.json`) through the core component in wasmtime, and
-//! checks that its transcript equals the native core's, step for step.
+//! checks that its transcript equals the native core's, step for step. The `etcd-*` steps go through the
+//! component's typed `etcd` interface (the corpus's JSON converted through the core's types).
 
 mod run_journeys;
 #[path = "../../core/tests/runner/mod.rs"]
@@ -20,6 +21,73 @@ mod convert {
     use baton_native::engine::wit::types as t;
     include!("../../component/src/wit_convert.rs");
     include!("../../component/src/wit_convert_stores.rs");
+}
+
+/// The core's etcd types to and from the component's `etcd` interface.
+#[allow(dead_code, unreachable_pub)]
+mod etcd_convert {
+    use baton_native::engine::wit::etcd as e;
+    include!("../../component/src/etcd_convert.rs");
+}
+
+/// An `etcd-*` step through the component's typed `etcd` interface: the corpus's JSON request as WIT records
+/// (read through the core's types), the answer back as the JSON the core's operation answers.
+fn etcd_step(core: &mut CoreComponent, op: &str, input: &str) -> Result<String, String> {
+    use baton_core::stores::etcd::{Kv, Outcome};
+    use baton_native::engine::wit::etcd as e;
+    use serde_json::Value;
+    let bad = || "INTERNAL".to_owned();
+    let v: Value = serde_json::from_str(input).map_err(|_| bad())?;
+    let text = |k: &str| v[k].as_str().map(str::to_owned).ok_or_else(bad);
+    fn typed<T: serde::de::DeserializeOwned>(v: &serde_json::Value, k: &str) -> Result<T, String> {
+        serde_json::from_value(v[k].clone()).map_err(|_| "INTERNAL".to_owned())
+    }
+    let answer = match op {
+        "etcd-keys" => {
+            let request = e::KeysRequest { prefix: text("prefix")?, env: text("env")?, scope: text("scope").ok() };
+            serde_json::to_value(etcd_convert::cell_keys_back(core.etcd_keys(&request).map_err(code)?))
+        }
+        "etcd-txn" => {
+            let revisions: BTreeMap<String, i64> = typed(&v, "revisions")?;
+            let changes: Vec<baton_core::cell::Change> = typed(&v, "changes")?;
+            let request = e::TxnRequest {
+                cell: text("cell")?,
+                revisions: revisions
+                    .into_iter()
+                    .map(|(file, mod_revision)| e::FileRevision { file, mod_revision })
+                    .collect(),
+                changes: changes.into_iter().map(convert::change).collect(),
+            };
+            serde_json::to_value(etcd_convert::transaction_back(core.etcd_txn(&request).map_err(code)?))
+        }
+        "etcd-list" => {
+            let kvs: Vec<Kv> = typed(&v, "kvs")?;
+            let request = e::ListRequest {
+                env: text("env")?,
+                range: text("range")?,
+                kvs: kvs.into_iter().map(etcd_convert::kv).collect(),
+            };
+            serde_json::to_value(etcd_convert::listing_back(core.etcd_list(&request).map_err(code)?))
+        }
+        "etcd-retry" => {
+            let outcome: Outcome = typed(&v, "outcome")?;
+            let request = e::RetryRequest {
+                what: text("what")?,
+                endpoint: text("endpoint")?,
+                endpoints: typed(&v, "endpoints")?,
+                outcome: etcd_convert::outcome(outcome),
+                code: v["code"].as_u64().and_then(|c| u32::try_from(c).ok()),
+                detail: text("detail").unwrap_or_default(),
+                attempts: typed(&v, "attempts")?,
+                elapsed_ms: typed(&v, "elapsedMs")?,
+                budget_ms: typed(&v, "budgetMs")?,
+                random: typed(&v, "random")?,
+            };
+            serde_json::to_value(etcd_convert::retry_decision_back(core.etcd_retry(&request).map_err(code)?))
+        }
+        _ => return Err(bad()),
+    };
+    answer.map(|a| a.to_string()).map_err(|_| bad())
 }
 
 /// The component's typed `lease` resource for the `lease-*` steps, driven with the corpus's JSON spellings
@@ -118,6 +186,9 @@ fn conformance_corpus_through_the_component() {
             }
             if let Some(answer) = typed_stores::call(lease.core, op, input) {
                 return answer;
+            }
+            if op.starts_with("etcd-") {
+                return etcd_step(lease.core, op, input);
             }
             let request: serde_json::Value = serde_json::from_str(input).map_err(|_| "INTERNAL".to_owned())?;
             lease.core.invoke(op, &request).map(|v| v.to_string()).map_err(|e| e.code)

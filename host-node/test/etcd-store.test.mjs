@@ -1,6 +1,7 @@
-// The Node etcd store on a real etcd of this file's own (test-etcd.mjs): endpoints that refuse or never
-// answer end in STORE_CONTENDED naming the endpoint within the budget, a dead endpoint before a live one
-// fails over, a closed store leaves no socket to a silent endpoint open and its process exits by itself (with
+// The Node etcd store on a real etcd of this file's own (test-etcd.mjs): a lease cycle is three round trips
+// and a stale remembered cell is refused by the compare and decided again on the cell as it is, endpoints
+// that refuse or never answer end in STORE_CONTENDED naming the endpoint within the budget, a dead endpoint
+// before a live one fails over, a closed store leaves no socket to a silent endpoint open and its process exits by itself (with
 // credentials too), and a user and password work and never show (the last test turns authentication on).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,8 +10,11 @@ import { createServer } from 'node:net';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { openStore } from '../js/index.mjs';
 import { freePort, startEtcd } from '../test-etcd.mjs';
+
+const { call } = createRequire(import.meta.url)('../js/core.cjs');
 
 let etcd;
 before(async () => {
@@ -39,6 +43,57 @@ async function withStore(spec, env, fn) {
     await store.close();
   }
 }
+
+/** `op` with `request` on the cell `preview/cached` of `store`; every snapshot it decided on goes to `seen`. */
+function decide(store, op, request, seen) {
+  return store.transactWith({ env: 'preview', scope: 'cached' }, (cell, nowMs) => {
+    seen.push(cell.files);
+    return call(op, { ...request, cell, nowMs });
+  });
+}
+
+/** Acquire, one fenced write, release: the lease cycle of the bench. Resolves with the epoch granted. */
+async function cycle(store, holder, seen) {
+  const { lock } = await decide(store, 'lock-acquire', { holder, ttlMs: 60_000 }, seen);
+  await decide(store, 'fenced-write', { holder, epoch: lock.epoch, file: 'state.json', content: holder }, seen);
+  await decide(store, 'lock-release', { holder, epoch: lock.epoch }, seen);
+  return lock.epoch;
+}
+
+const delta = (before, after) => ({ txn: after.txn - before.txn, range: after.range - before.range });
+
+test('a cycle is three round trips, and a stale remembered cell is refused and decided again as it is', async () => {
+  const [a, b] = [openStore(etcd.spec), openStore(etcd.spec)];
+  try {
+    const seen = [];
+    assert.equal(await cycle(a, 'a1', seen), 1);
+    let before = await etcd.kvRequests();
+    assert.equal(await cycle(a, 'a2', seen), 2);
+    assert.deepEqual(delta(before, await etcd.kvRequests()), { txn: 3, range: 0 }, 'a cycle on the remembered cell');
+
+    // Behind a's back, b takes the lock and releases it: epoch 3 was granted, the cell is free again.
+    assert.equal(await cycle(b, 'b', seen), 3);
+    seen.length = 0;
+    before = await etcd.kvRequests();
+    const { lock } = await decide(a, 'lock-acquire', { holder: 'a3', ttlMs: 60_000 }, seen);
+    const after = await etcd.kvRequests();
+    assert.deepEqual(seen.map((files) => JSON.parse(files['epoch.json']).epoch), [2, 3], 'remembered, then as it is');
+    assert.equal(lock.epoch, 4, 'granted above b\'s epoch, not again at 3');
+    assert.deepEqual(delta(before, after), { txn: 2, range: 0 }, 'the refused compare answered the cell');
+
+    // b holds the lock now: a's remembered cell (its own release) is refused, and the cell as it is refuses a.
+    await decide(a, 'lock-release', { holder: 'a3', epoch: 4 }, seen);
+    await decide(b, 'lock-acquire', { holder: 'b', ttlMs: 60_000 }, seen);
+    seen.length = 0;
+    const e = await decide(a, 'lock-acquire', { holder: 'a4', ttlMs: 60_000 }, seen).catch((err) => err);
+    assert.equal(e.code, 'LOCK_HELD', e.message);
+    assert.equal(e.details.lock?.holder, 'b');
+    assert.equal(seen.length, 2, 'the refusal was decided on the cell as it is');
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});
 
 test('refused and silent endpoints end in STORE_CONTENDED naming the endpoint within the budget', async () => {
   const refused = `http://127.0.0.1:${await freePort()}`;

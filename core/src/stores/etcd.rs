@@ -195,53 +195,108 @@ pub fn spec(list: &str, vars: &EtcdVars, budget_ms: u64) -> Result<Value, CoreEr
     }))
 }
 
+/// One state file of a cell and its key.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct StateKey {
+    /// The file (`lock.json`, ...).
+    pub file: String,
+    /// Its key.
+    pub key: String,
+}
+
+/// Where an environment and one of its cells live (`etcd-keys`).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct CellKeys {
+    /// The environment's key range: what a list reads.
+    pub env: String,
+    /// The cell's key range: every key of the cell starts with it. `None` without a scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cell: Option<String>,
+    /// The state files' keys in the core's `cell-files` order. `None` without a scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<Vec<StateKey>>,
+}
+
 /// `etcd-keys`: where the cell `env/scope` lives under `prefix`: `{env, cell, keys: [{file, key}]}`,
 /// `env` the range of the environment (what `list` reads), `cell` the range of the cell, `keys` the
 /// state files' keys in the core's `cell-files` order. Without `scope`, only `env`. `USAGE` for a name
 /// that is not valid.
-pub fn keys(prefix: &str, env: &str, scope: Option<&str>) -> Result<Value, CoreError> {
+pub fn keys(prefix: &str, env: &str, scope: Option<&str>) -> Result<CellKeys, CoreError> {
     crate::scope::validate_name("env", env)?;
     let env_range = format!("{prefix}{}/", path_segment(env));
     let Some(scope) = scope else {
-        return Ok(json!({ "env": env_range }));
+        return Ok(CellKeys { env: env_range, cell: None, keys: None });
     };
     crate::scope::validate_name("scope", scope)?;
     let cell = format!("{env_range}{}/", path_segment(scope));
-    let keys: Vec<Value> = STATE_FILES.iter().map(|f| json!({ "file": f, "key": format!("{cell}{f}") })).collect();
-    Ok(json!({ "env": env_range, "cell": cell, "keys": keys }))
+    let keys = STATE_FILES.iter().map(|f| StateKey { file: (*f).to_owned(), key: format!("{cell}{f}") }).collect();
+    Ok(CellKeys { env: env_range, cell: Some(cell), keys: Some(keys) })
+}
+
+/// A key whose `mod_revision` must still be `mod_revision` (`0`: the key must not exist).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyRevision {
+    /// The key.
+    pub key: String,
+    /// Its `mod_revision` as loaded.
+    pub mod_revision: i64,
+}
+
+/// A key and the value to put there.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct KeyValue {
+    /// The key.
+    pub key: String,
+    /// The value.
+    pub value: String,
+}
+
+/// One etcd transaction (`etcd-txn`): when every compare holds, the puts and deletes; else nothing.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Transaction {
+    /// One per state file of the cell.
+    pub compare: Vec<KeyRevision>,
+    /// The keys written.
+    pub put: Vec<KeyValue>,
+    /// The keys deleted.
+    pub delete: Vec<String>,
 }
 
 /// The transaction of a commit: compare every state file's `mod_revision` with `revisions` (as loaded;
 /// a file missing there was absent: `0`), then put or delete the keys the `changes` name. A file named
 /// twice is written once, as its last change leaves it (etcd refuses a key twice in one transaction).
-/// `cell` is the cell's key range (`etcd-keys`).
-pub fn txn(cell: &str, revisions: &BTreeMap<String, i64>, changes: &[Change]) -> Result<Value, CoreError> {
-    let compare: Vec<Value> = STATE_FILES
+/// `cell` is the cell's key range (`etcd-keys`). The contents move into the puts.
+pub fn txn(cell: &str, revisions: &BTreeMap<String, i64>, changes: Vec<Change>) -> Result<Transaction, CoreError> {
+    let compare = STATE_FILES
         .iter()
-        .map(|f| json!({ "key": format!("{cell}{f}"), "modRevision": revisions.get(*f).copied().unwrap_or(0) }))
+        .map(|f| KeyRevision { key: format!("{cell}{f}"), mod_revision: revisions.get(*f).copied().unwrap_or(0) })
         .collect();
     // The last change of each file, in the order files were first named.
-    let mut order: Vec<&str> = Vec::new();
-    let mut last: BTreeMap<&str, &Change> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut last: BTreeMap<String, Option<String>> = BTreeMap::new();
     for change in changes {
-        let file = match change {
-            Change::Write { file, .. } | Change::Delete { file } => file.as_str(),
+        let (file, content) = match change {
+            Change::Write { file, content } => (file, Some(content)),
+            Change::Delete { file } => (file, None),
         };
         if file.is_empty() || file.contains('/') {
             return Err(CoreError::internal(format!("a change names the file `{file}`, which is not a cell file")));
         }
-        if last.insert(file, change).is_none() {
-            order.push(file);
+        if !last.contains_key(&file) {
+            order.push(file.clone());
         }
+        last.insert(file, content);
     }
     let (mut put, mut delete) = (Vec::new(), Vec::new());
     for file in order {
-        match last[file] {
-            Change::Write { content, .. } => put.push(json!({ "key": format!("{cell}{file}"), "value": content })),
-            Change::Delete { .. } => delete.push(Value::from(format!("{cell}{file}"))),
+        let key = format!("{cell}{file}");
+        match last.remove(&file).flatten() {
+            Some(value) => put.push(KeyValue { key, value }),
+            None => delete.push(key),
         }
     }
-    Ok(json!({ "compare": compare, "put": put, "delete": delete }))
+    Ok(Transaction { compare, put, delete })
 }
 
 /// One key of a range read.
@@ -255,10 +310,26 @@ pub struct Kv {
     pub value: Option<String>,
 }
 
+/// One cell of a listing.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct ListedCell {
+    /// The scope.
+    pub scope: String,
+    /// Its `latest.json`, or null.
+    pub text: Option<String>,
+}
+
+/// `etcd-list`'s answer.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct Listing {
+    /// Sorted by scope.
+    pub cells: Vec<ListedCell>,
+}
+
 /// `etcd-list`: the cells of `env` in the range read of `env_range` (`etcd-keys`): every scope with at
 /// least one key there, spelled as a transaction on it spells it (see [`super::listing`]), never
 /// `_locks`, sorted, each with its `latest.json` text or null.
-pub fn list(env: &str, env_range: &str, kvs: &[Kv]) -> Result<Value, CoreError> {
+pub fn list(env: &str, env_range: &str, kvs: &[Kv]) -> Result<Listing, CoreError> {
     let mut entries: BTreeMap<String, Option<String>> = BTreeMap::new();
     for kv in kvs {
         let Some((seg, file)) = kv.key.strip_prefix(env_range).and_then(|rest| rest.split_once('/')) else { continue };
@@ -269,11 +340,23 @@ pub fn list(env: &str, env_range: &str, kvs: &[Kv]) -> Result<Value, CoreError> 
     }
     let names: Vec<String> = entries.keys().cloned().collect();
     let (_, cells) = super::listing::list_cells(env, super::listing::Spelling::Dir, &names)?;
-    let cells: Vec<Value> = cells
+    let cells = cells
         .into_iter()
-        .map(|c| json!({ "scope": c.scope, "text": entries.get(&c.name).cloned().flatten() }))
+        .map(|c| ListedCell { text: entries.get_mut(&c.name).and_then(Option::take), scope: c.scope })
         .collect();
-    Ok(json!({ "cells": cells }))
+    Ok(Listing { cells })
+}
+
+/// Try again (`etcd-retry`): after `delay_ms`, on the next endpoint when `next`.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryDecision {
+    /// Always true: an answer that ends the operation is the error instead.
+    pub retry: bool,
+    /// How long to wait first.
+    pub delay_ms: u64,
+    /// Move to the next endpoint.
+    pub next: bool,
 }
 
 /// What one failed attempt was, as the host saw it.
@@ -334,7 +417,7 @@ pub fn retry(
     elapsed_ms: u64,
     budget_ms: u64,
     random: f64,
-) -> Result<Value, CoreError> {
+) -> Result<RetryDecision, CoreError> {
     let all = crate::gitstore::redact(&endpoints.join(","));
     let endpoint = crate::gitstore::redact(endpoint);
     let detail = crate::gitstore::redact(detail.trim()).trim_end_matches('.').to_owned();
@@ -384,7 +467,7 @@ pub fn retry(
     let cap = (25.0 * f64::from(1u32 << rounds.min(16))).min(1000.0);
     let delay = if backoff { (12.5 + random * cap).round() as u64 } else { 0 };
     if elapsed_ms.saturating_add(delay) < budget_ms {
-        return Ok(json!({ "retry": true, "delayMs": delay, "next": outcome == Outcome::Failed }));
+        return Ok(RetryDecision { retry: true, delay_ms: delay, next: outcome == Outcome::Failed });
     }
     if outcome == Outcome::Conflict {
         return Err(details(CoreError::new(
@@ -441,10 +524,10 @@ mod tests {
 
     #[test]
     fn keys_spell_names_as_the_dir_store() {
-        let k = keys("/baton/", "preview", Some("x.lock")).unwrap();
+        let k = serde_json::to_value(keys("/baton/", "preview", Some("x.lock")).unwrap()).unwrap();
         assert_eq!((k["env"].as_str(), k["cell"].as_str()), (Some("/baton/preview/"), Some("/baton/preview/x.lock/")));
         assert_eq!(k["keys"][0], json!({ "file": "lock.json", "key": "/baton/preview/x.lock/lock.json" }));
-        assert_eq!(keys("/b/", "..", None).unwrap()["env"], "/b/=2e2e/");
+        assert_eq!(serde_json::to_value(keys("/b/", "..", None).unwrap()).unwrap(), json!({ "env": "/b/=2e2e/" }));
         assert_eq!(keys("/b/", "a/b", Some("x")).unwrap_err().code, ErrorCode::Usage);
     }
 
@@ -457,7 +540,7 @@ mod tests {
             Change::Delete { file: "lock.json".into() },
             Change::Write { file: "x.json".into(), content: "2".into() },
         ];
-        let t = txn("/b/e/s/", &revs, &changes).unwrap();
+        let t = serde_json::to_value(txn("/b/e/s/", &revs, changes).unwrap()).unwrap();
         assert_eq!(
             t["compare"],
             json!([
@@ -470,7 +553,7 @@ mod tests {
         assert_eq!(t["put"], json!([{ "key": "/b/e/s/x.json", "value": "2" }]));
         assert_eq!(t["delete"], json!(["/b/e/s/lock.json"]));
         let bad = vec![Change::Delete { file: "../x".into() }];
-        assert_eq!(txn("/b/e/s/", &revs, &bad).unwrap_err().code, ErrorCode::Internal);
+        assert_eq!(txn("/b/e/s/", &revs, bad).unwrap_err().code, ErrorCode::Internal);
     }
 
     #[test]
@@ -484,7 +567,7 @@ mod tests {
             kv("/b/preview/=782e6c6f636b/latest.json", "second spelling"),
             kv("/b/preview/stray", "no file"),
         ];
-        let l = list("preview", "/b/preview/", &kvs).unwrap();
+        let l = serde_json::to_value(list("preview", "/b/preview/", &kvs).unwrap()).unwrap();
         assert_eq!(l["cells"], json!([{ "scope": "pr-1", "text": "r1" }, { "scope": "pr-2", "text": null }]));
     }
 
@@ -492,11 +575,11 @@ mod tests {
     fn failures_move_on_conflicts_back_off_and_credentials_stop_at_once() {
         let eps = vec!["http://a:1".to_owned(), "http://b:1".to_owned()];
         let r = retry("the cell p/s", "http://a:1", &eps, Outcome::Failed, Some(14), "unavailable", 1, 10, 1000, 0.5);
-        assert_eq!(r.unwrap(), json!({ "retry": true, "delayMs": 0, "next": true }));
+        assert_eq!(serde_json::to_value(r.unwrap()).unwrap(), json!({ "retry": true, "delayMs": 0, "next": true }));
         let r = retry("the cell p/s", "http://b:1", &eps, Outcome::Failed, None, "refused", 2, 10, 1000, 0.0).unwrap();
-        assert_eq!((r["delayMs"].as_u64(), r["next"].as_bool()), (Some(13), Some(true)));
+        assert_eq!((r.delay_ms, r.next), (13, true));
         let r = retry("the cell p/s", "http://a:1", &eps, Outcome::Conflict, None, "", 1, 10, 1000, 1.0).unwrap();
-        assert_eq!((r["delayMs"].as_u64(), r["next"].as_bool()), (Some(63), Some(false)));
+        assert_eq!((r.delay_ms, r.next), (63, false));
         let e =
             retry("the cell p/s", "http://a:1", &eps, Outcome::Failed, Some(14), "x", 4, 990, 1000, 0.5).unwrap_err();
         assert_eq!(e.code, ErrorCode::StoreContended);

@@ -2,19 +2,25 @@
 //! `<prefix><env dir>/<scope dir>/f` (prefix `BATON_ETCD_PREFIX`, default `/baton/`). A transaction reads
 //! the cell's state files and their `mod_revision`s in one read-only etcd transaction, asks the core, and
 //! commits the answer's changes in ONE etcd transaction that compares every state file's `mod_revision`
-//! with what it read (the core's `etcd-txn`); a refused compare is a conflict, answered by a fresh read
-//! and a new decision. A list is one range read of the environment (`etcd-list`). Layout, the
-//! compare-and-swap and the retry rules are the core's (`core/src/stores/etcd.rs`), as in the Node store.
+//! with what it read (the core's `etcd.txn`); a refused compare is a conflict, answered by the cell as the
+//! same transaction read it (its failure branch) and a new decision. A cell this store committed itself is
+//! decided on as it left it, without the read: the response's revision is the `mod_revision` of every key
+//! it put, and the compare refuses the decision if anyone changed the cell since, so a lease cycle is one
+//! round trip per operation. A list is one range read of the environment (`etcd.list`). Layout, the
+//! compare-and-swap and the retry rules are the core's (`core/src/stores/etcd.rs`, through its typed `etcd`
+//! interface, `wit/etcd.wit`: records, no JSON text), as in the Node store (which calls their JSON twins).
 //!
 //! Every operation has a deadline: the store budget (`BATON_STORE_BUDGET_MS`) from when it was asked for,
 //! bounded by the caller's (a held lease's `store_deadline`), as the core's `store-deadline` decides. One
 //! request to one endpoint may take the core's `attemptMs` at most; a failed or silent endpoint passes the
-//! operation to the next endpoint, and the core's `etcd-retry` says when to stop (`STORE_PERMISSION` for
+//! operation to the next endpoint, and the core's `etcd.retry` says when to stop (`STORE_PERMISSION` for
 //! refused credentials, `STORE_CONTENDED` naming the endpoints when none answered in time).
 
 mod conn;
 
 use crate::engine::CoreComponent;
+use crate::engine::wit::etcd as we;
+use crate::engine::wit::types::{CellFile, Change};
 use crate::error::HostError;
 use conn::{Conns, Failure, TlsFiles};
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, TxnOpResponse};
@@ -51,8 +57,39 @@ struct Inner {
     /// The core's `store-deadline` answer for an operation without a deadline of its own (the budget
     /// alone decides it, so it is asked once).
     unbounded_ms: std::sync::OnceLock<u64>,
-    /// The core's `etcd-keys` answers, by env and scope.
-    keys: Mutex<HashMap<(String, Option<String>), Value>>,
+    /// The core's `etcd.keys` answers for cells, by env and scope (pure, so asked once per cell).
+    cell_keys: Mutex<HashMap<String, HashMap<String, Arc<CellKeys>>>>,
+    /// The core's `etcd.keys` answers for environments: the key range of each.
+    env_ranges: Mutex<HashMap<String, String>>,
+}
+
+/// Where one cell lives (the core's `etcd.keys`): its key range, and each state file's key, in the core's
+/// `cell-files` order, with the gets that read them (a load, and a commit's failure branch).
+struct CellKeys {
+    /// The cell's key range: every key of the cell starts with it.
+    cell: String,
+    /// `(file, key)` of each state file.
+    files: Vec<(String, String)>,
+    /// One get per state file, in the same order.
+    gets: Vec<TxnOp>,
+}
+
+/// What an operation works on, named in its errors (formatted only when one is made).
+#[derive(Clone, Copy)]
+enum What<'a> {
+    Cell(&'a str, &'a str),
+    File(&'a str, &'a str, &'a str),
+    List(&'a str),
+}
+
+impl std::fmt::Display for What<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cell(env, scope) => write!(f, "the cell {env}/{scope}"),
+            Self::File(file, env, scope) => write!(f, "{file} of {env}/{scope}"),
+            Self::List(env) => write!(f, "the list of {env}"),
+        }
+    }
 }
 
 /// The time bounds of one operation.
@@ -87,7 +124,7 @@ struct Loaded {
 
 impl Loaded {
     /// The state files of `names` from the answers of their gets (`(value, mod_revision)` or `None`).
-    fn from_gets(names: &[(String, String)], got: Vec<Option<(String, i64)>>) -> Self {
+    fn from_gets(names: &[(String, String)], got: impl IntoIterator<Item = Option<(String, i64)>>) -> Self {
         let mut loaded = Self { files: Map::new(), revisions: BTreeMap::new() };
         for ((file, _), found) in names.iter().zip(got) {
             if let Some((text, revision)) = found {
@@ -115,16 +152,6 @@ impl Loaded {
         }
         self
     }
-}
-
-/// The `(file, key)` of each state file of a cell, from the core's `etcd-keys`.
-fn state_keys(keys: &Value) -> Vec<(String, String)> {
-    keys["keys"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|k| Some((k["file"].as_str()?.to_owned(), k["key"].as_str()?.to_owned())))
-        .collect()
 }
 
 /// The first key of each get of a transaction's answer: `(value, mod_revision)`, or `None`.
@@ -169,7 +196,8 @@ impl EtcdStore {
             current: AtomicUsize::new(0),
             cells: Mutex::new(HashMap::new()),
             unbounded_ms: std::sync::OnceLock::new(),
-            keys: Mutex::new(HashMap::new()),
+            cell_keys: Mutex::new(HashMap::new()),
+            env_ranges: Mutex::new(HashMap::new()),
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -200,38 +228,41 @@ impl EtcdStore {
         mut decide: impl FnMut(&mut CoreComponent, Value, i64) -> Result<Value, HostError>,
     ) -> Result<Value, HostError> {
         let mut op = self.begin(core, deadline);
-        let keys = self.keys(core, env, Some(scope))?;
-        let cell = keys["cell"].as_str().unwrap_or_default().to_owned();
-        let what = format!("the cell {env}/{scope}");
-        let names = state_keys(&keys);
+        let keys = self.cell_keys(core, env, scope)?;
+        let what = What::Cell(env, scope);
         // The cell as this store last committed it, if it did: decided on without reading it first.
-        let mut known = self.cached(&cell).map(|l| (l, false));
+        let mut known = self.cached(&keys.cell).map(|l| (l, false));
         loop {
             let (loaded, fresh) = match known.take() {
                 Some(k) => k,
-                None => (self.load(core, &mut op, &what, &names)?, true),
+                None => (self.load(core, &mut op, what, &keys)?, true),
             };
             let snapshot = json!({ "env": env, "scope": scope, "files": loaded.files });
             let decided = decide(core, snapshot, crate::clock::now_ms());
             let changes = match &decided {
-                Ok(answer) => answer.get("changes").and_then(Value::as_array).cloned().unwrap_or_default(),
-                Err(_) => Vec::new(),
+                Ok(answer) => answer.get("changes").and_then(Value::as_array).filter(|c| !c.is_empty()),
+                Err(_) => None,
             };
-            if changes.is_empty() {
+            let Some(changes) = changes else {
                 // A refusal or a no-op on the remembered cell may be stale: decide again on what is there.
                 if !fresh {
-                    self.forget_cell(&cell);
+                    self.forget_cell(&keys.cell);
                     continue;
                 }
                 return decided;
-            }
-            let answer = decided?;
-            let plan =
-                core.invoke("etcd-txn", &json!({ "cell": cell, "revisions": loaded.revisions, "changes": changes }))?;
+            };
+            let request = we::TxnRequest {
+                cell: keys.cell.clone(),
+                revisions: loaded
+                    .revisions
+                    .iter()
+                    .map(|(file, rev)| we::FileRevision { file: file.clone(), mod_revision: *rev })
+                    .collect(),
+                changes: changes.iter().map(change_of).collect::<Result<_, _>>()?,
+            };
             // A refused compare answers the cell as it is now, in the same round trip.
-            let txn =
-                txn_of(&plan).or_else(names.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect::<Vec<_>>());
-            let outcome = self.attempt(core, &mut op, &what, move |mut c| async move {
+            let txn = txn_of(core.etcd_txn(&request)?).or_else(keys.gets.clone());
+            let outcome = self.attempt(core, &mut op, what, move |mut c| async move {
                 let r = c.txn(txn).await?;
                 let revision = r.header().map_or(0, |h| h.revision());
                 Ok((r.succeeded(), revision, gets_of(&r)))
@@ -239,20 +270,20 @@ impl EtcdStore {
             let (succeeded, revision, now) = match outcome {
                 Ok(o) => o,
                 Err(e) => {
-                    self.forget_cell(&cell);
+                    self.forget_cell(&keys.cell);
                     return Err(e);
                 }
             };
             if succeeded {
-                self.remember(&cell, loaded.after(&names, &changes, revision));
-                return Ok(answer);
+                self.remember(&keys.cell, loaded.after(&keys.files, changes, revision));
+                return decided;
             }
-            self.forget_cell(&cell);
+            self.forget_cell(&keys.cell);
             if fresh {
                 // Another writer moved the cell since it was read: back off, then decide on the cell now.
-                self.retry(core, &mut op, &what, "conflict", None, "")?;
+                self.retry(core, &mut op, what, we::Outcome::Conflict, None, "")?;
             }
-            known = Some((Loaded::from_gets(&names, now), true));
+            known = Some((Loaded::from_gets(&keys.files, now), true));
         }
     }
 
@@ -265,8 +296,8 @@ impl EtcdStore {
         decide: impl FnOnce(&mut CoreComponent, Value, i64) -> Result<T, HostError>,
     ) -> Result<T, HostError> {
         let mut op = self.begin(core, None);
-        let keys = self.keys(core, env, Some(scope))?;
-        let loaded = self.load(core, &mut op, &format!("the cell {env}/{scope}"), &state_keys(&keys))?;
+        let keys = self.cell_keys(core, env, scope)?;
+        let loaded = self.load(core, &mut op, What::Cell(env, scope), &keys)?;
         decide(core, json!({ "env": env, "scope": scope, "files": loaded.files }), crate::clock::now_ms())
     }
 
@@ -279,36 +310,25 @@ impl EtcdStore {
         file: &str,
     ) -> Result<Option<String>, HostError> {
         let mut op = self.begin(core, None);
-        let keys = self.keys(core, env, Some(scope))?;
-        let key = format!("{}{file}", keys["cell"].as_str().unwrap_or_default());
-        let what = format!("{file} of {env}/{scope}");
-        self.attempt(core, &mut op, &what, move |mut c| async move {
+        let key = format!("{}{file}", self.cell_keys(core, env, scope)?.cell);
+        self.attempt(core, &mut op, What::File(file, env, scope), move |mut c| async move {
             let got = c.get(key, None).await?;
             Ok(got.kvs().first().map(|kv| String::from_utf8_lossy(kv.value()).into_owned()))
         })
     }
 
-    /// The scopes of `env` with their `latest.json` text, sorted by scope: one range read (`etcd-list`).
+    /// The scopes of `env` with their `latest.json` text, sorted by scope: one range read (`etcd.list`).
     pub fn list(&self, core: &mut CoreComponent, env: &str) -> Result<Vec<Value>, HostError> {
         let mut op = self.begin(core, None);
-        let range = self.keys(core, env, None)?["env"].as_str().unwrap_or_default().to_owned();
-        let what = format!("the list of {env}");
+        let range = self.env_range(core, env)?;
         let prefix = range.clone();
-        let kvs = self.attempt(core, &mut op, &what, move |mut c| async move {
+        let kvs = self.attempt(core, &mut op, What::List(env), move |mut c| async move {
             let got = c.get(prefix, Some(GetOptions::new().with_prefix())).await?;
-            Ok(got
-                .kvs()
-                .iter()
-                .map(|kv| {
-                    json!({
-                        "key": String::from_utf8_lossy(kv.key()),
-                        "value": String::from_utf8_lossy(kv.value()),
-                    })
-                })
-                .collect::<Vec<Value>>())
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            Ok(got.kvs().iter().map(|kv| we::Kv { key: text(kv.key()), value: Some(text(kv.value())) }).collect())
         })?;
-        let listed = core.invoke("etcd-list", &json!({ "env": env, "range": range, "kvs": kvs }))?;
-        Ok(listed["cells"].as_array().cloned().unwrap_or_default())
+        let listed = core.etcd_list(&we::ListRequest { env: env.to_owned(), range, kvs })?;
+        Ok(listed.into_iter().map(|c| json!({ "scope": c.scope, "text": c.text })).collect())
     }
 
     /// Starts an operation: its end is the core's `store-deadline` (the budget from now, bounded by
@@ -333,26 +353,44 @@ impl EtcdStore {
         }
     }
 
-    /// The core's `etcd-keys` for `env` (and `scope`), remembered per cell: a pure answer.
-    fn keys(&self, core: &mut CoreComponent, env: &str, scope: Option<&str>) -> Result<Value, HostError> {
-        let name = (env.to_owned(), scope.map(str::to_owned));
-        if let Some(keys) = self.inner.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&name) {
-            return Ok(keys.clone());
+    /// The core's `etcd.keys` for the cell `env/scope`, remembered per cell: a pure answer.
+    fn cell_keys(&self, core: &mut CoreComponent, env: &str, scope: &str) -> Result<Arc<CellKeys>, HostError> {
+        let lock = || self.inner.cell_keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(keys) = lock().get(env).and_then(|scopes| scopes.get(scope)) {
+            return Ok(Arc::clone(keys));
         }
-        let keys = core.invoke("etcd-keys", &json!({ "prefix": self.inner.prefix, "env": env, "scope": scope }))?;
-        self.inner.keys.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name, keys.clone());
+        let request =
+            we::KeysRequest { prefix: self.inner.prefix.clone(), env: env.to_owned(), scope: Some(scope.to_owned()) };
+        let answer = core.etcd_keys(&request)?;
+        let cell = answer.cell.ok_or_else(|| HostError::internal("etcd-keys answered no cell range"))?;
+        let files: Vec<(String, String)> = answer.keys.into_iter().map(|k| (k.file, k.key)).collect();
+        let gets = files.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect();
+        let keys = Arc::new(CellKeys { cell, files, gets });
+        lock().entry(env.to_owned()).or_default().insert(scope.to_owned(), Arc::clone(&keys));
         Ok(keys)
     }
 
-    /// The cell's state files (`names`: file and key) and their revisions, in one read-only transaction.
+    /// The core's `etcd.keys` for the environment `env`: its key range (what a list reads), remembered.
+    fn env_range(&self, core: &mut CoreComponent, env: &str) -> Result<String, HostError> {
+        let lock = || self.inner.env_ranges.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(range) = lock().get(env) {
+            return Ok(range.clone());
+        }
+        let request = we::KeysRequest { prefix: self.inner.prefix.clone(), env: env.to_owned(), scope: None };
+        let range = core.etcd_keys(&request)?.env;
+        lock().insert(env.to_owned(), range.clone());
+        Ok(range)
+    }
+
+    /// The cell's state files and their revisions, in one read-only transaction.
     fn load(
         &self,
         core: &mut CoreComponent,
         op: &mut Op,
-        what: &str,
-        names: &[(String, String)],
+        what: What<'_>,
+        keys: &CellKeys,
     ) -> Result<Loaded, HostError> {
-        let gets: Vec<TxnOp> = names.iter().map(|(_, key)| TxnOp::get(key.as_str(), None)).collect();
+        let gets = keys.gets.clone();
         let got =
             self.attempt(
                 core,
@@ -360,7 +398,7 @@ impl EtcdStore {
                 what,
                 move |mut c| async move { Ok(gets_of(&c.txn(Txn::new().and_then(gets)).await?)) },
             )?;
-        Ok(Loaded::from_gets(names, got))
+        Ok(Loaded::from_gets(&keys.files, got))
     }
 
     fn cached(&self, cell: &str) -> Option<Loaded> {
@@ -375,9 +413,15 @@ impl EtcdStore {
         self.inner.cells.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(cell);
     }
 
-    /// One request, tried on the endpoints in turn until one answers, the core's `etcd-retry` says to stop,
+    /// One request, tried on the endpoints in turn until one answers, the core's `etcd.retry` says to stop,
     /// or the operation's deadline passes.
-    fn attempt<T, F, Fut>(&self, core: &mut CoreComponent, op: &mut Op, what: &str, request: F) -> Result<T, HostError>
+    fn attempt<T, F, Fut>(
+        &self,
+        core: &mut CoreComponent,
+        op: &mut Op,
+        what: What<'_>,
+        request: F,
+    ) -> Result<T, HostError>
     where
         T: Send + 'static,
         F: FnOnce(etcd_client::KvClient) -> Fut + Send + Clone + 'static,
@@ -387,7 +431,9 @@ impl EtcdStore {
             let left = op.end.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 let (index, detail) = op.last.clone();
-                return Err(self.retry_at(core, op, what, index, "timeout", None, &detail).unwrap_err_or_internal());
+                return Err(self
+                    .retry_at(core, op, what, index, we::Outcome::Timeout, None, &detail)
+                    .unwrap_err_or_internal());
             }
             let index = self.inner.current.load(Ordering::Relaxed) % self.inner.conns.endpoints().len().max(1);
             let timeout = left.min(Duration::from_millis(self.inner.attempt_ms));
@@ -396,7 +442,7 @@ impl EtcdStore {
                 Err(Failure { code, detail }) => {
                     self.inner.conns.forget(index);
                     op.last = (index, detail.clone());
-                    let next = self.retry_at(core, op, what, index, "failed", code, &detail)?;
+                    let next = self.retry_at(core, op, what, index, we::Outcome::Failed, code, &detail)?;
                     if next {
                         self.inner.current.store(index + 1, Ordering::Relaxed);
                     }
@@ -410,8 +456,8 @@ impl EtcdStore {
         &self,
         core: &mut CoreComponent,
         op: &mut Op,
-        what: &str,
-        outcome: &str,
+        what: What<'_>,
+        outcome: we::Outcome,
         code: Option<u32>,
         detail: &str,
     ) -> Result<bool, HostError> {
@@ -424,44 +470,50 @@ impl EtcdStore {
         &self,
         core: &mut CoreComponent,
         op: &mut Op,
-        what: &str,
+        what: What<'_>,
         index: usize,
-        outcome: &str,
+        outcome: we::Outcome,
         code: Option<u32>,
         detail: &str,
     ) -> Result<bool, HostError> {
         op.attempts += 1;
         let endpoints = self.inner.conns.endpoints();
-        let answer = core.invoke(
-            "etcd-retry",
-            &json!({
-                "what": what, "endpoint": endpoints.get(index), "endpoints": endpoints, "outcome": outcome,
-                "code": code, "detail": detail, "attempts": op.attempts, "elapsedMs": op.elapsed_ms(),
-                "budgetMs": op.budget_ms(), "random": crate::random::unit()?,
-            }),
-        )?;
-        let delay = Duration::from_millis(answer["delayMs"].as_u64().unwrap_or(0));
+        let answer = core.etcd_retry(&we::RetryRequest {
+            what: what.to_string(),
+            endpoint: endpoints.get(index).cloned().unwrap_or_default(),
+            endpoints: endpoints.to_vec(),
+            outcome,
+            code,
+            detail: detail.to_owned(),
+            attempts: op.attempts,
+            elapsed_ms: op.elapsed_ms(),
+            budget_ms: op.budget_ms(),
+            random: crate::random::unit()?,
+        })?;
+        let delay = Duration::from_millis(answer.delay_ms);
         std::thread::sleep(delay.min(op.end.saturating_duration_since(Instant::now())));
-        Ok(answer["next"].as_bool().unwrap_or(false))
+        Ok(answer.next)
     }
 }
 
-/// The `etcd_client` transaction of the core's `etcd-txn` plan.
-fn txn_of(plan: &Value) -> Txn {
-    let list = |k: &str| plan[k].as_array().cloned().unwrap_or_default();
-    let compares: Vec<Compare> = list("compare")
-        .iter()
-        .map(|c| {
-            let key = c["key"].as_str().unwrap_or_default().to_owned();
-            Compare::mod_revision(key, CompareOp::Equal, c["modRevision"].as_i64().unwrap_or(0))
-        })
-        .collect();
-    let mut ops: Vec<TxnOp> = list("put")
-        .iter()
-        .map(|p| TxnOp::put(p["key"].as_str().unwrap_or_default(), p["value"].as_str().unwrap_or_default(), None))
-        .collect();
-    ops.extend(list("delete").iter().filter_map(Value::as_str).map(|k| TxnOp::delete(k, None)));
+/// The `etcd_client` transaction of the core's `etcd.txn` answer (its texts moved, not copied).
+fn txn_of(plan: we::Transaction) -> Txn {
+    let compares: Vec<Compare> =
+        plan.compare.into_iter().map(|c| Compare::mod_revision(c.key, CompareOp::Equal, c.mod_revision)).collect();
+    let mut ops: Vec<TxnOp> = plan.put.into_iter().map(|p| TxnOp::put(p.key, p.value, None)).collect();
+    ops.extend(plan.delete.into_iter().map(|k| TxnOp::delete(k, None)));
     Txn::new().when(compares).and_then(ops)
+}
+
+/// A change of a cell operation's JSON answer as the WIT change it spells (`{op: write, file, content}` or
+/// `{op: delete, file}`); `INTERNAL` for anything else.
+fn change_of(c: &Value) -> Result<Change, HostError> {
+    let text = |k: &str| c[k].as_str().map(str::to_owned);
+    match (c["op"].as_str(), text("file"), text("content")) {
+        (Some("write"), Some(name), Some(content)) => Ok(Change::Write(CellFile { name, content })),
+        (Some("delete"), Some(file), _) => Ok(Change::Delete(file)),
+        _ => Err(HostError::internal(format!("the core answered a change the etcd store cannot commit: {c}"))),
+    }
 }
 
 /// A retry decision that must be a refusal (a timeout always is).

@@ -219,6 +219,33 @@ impl Cluster {
         out.strip_suffix('\n').map(str::to_owned).filter(|_| !out.is_empty())
     }
 
+    /// How many KV requests the members have answered so far: `(transactions, range reads)`, whatever their
+    /// outcome, from each member's own counters (`/metrics`: `grpc_server_handled_total`). The difference
+    /// over some operations is their round trips, counted by the server.
+    pub fn kv_requests(&self) -> (u64, u64) {
+        use std::io::{Read, Write};
+        let (mut txns, mut ranges) = (0, 0);
+        for m in self.members.iter().filter(|m| m.child.is_some() && !m.stopped) {
+            let mut conn = std::net::TcpStream::connect(("127.0.0.1", m.client)).unwrap();
+            conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+            let mut text = String::new();
+            conn.read_to_string(&mut text).unwrap();
+            for line in text.lines().filter(|l| l.starts_with("grpc_server_handled_total{")) {
+                let count = |method: &str| {
+                    let hit = line.contains(&format!("grpc_method=\"{method}\"")) && line.contains("etcdserverpb.KV");
+                    if hit {
+                        line.rsplit(' ').next().and_then(|n| n.parse::<f64>().ok()).unwrap_or(0.0) as u64
+                    } else {
+                        0
+                    }
+                };
+                txns += count("Txn");
+                ranges += count("Range");
+            }
+        }
+        (txns, ranges)
+    }
+
     /// Deletes every key under `prefix`.
     pub fn delete_prefix(&self, prefix: &str) {
         self.etcdctl(&["del", "--prefix", prefix]).unwrap();
