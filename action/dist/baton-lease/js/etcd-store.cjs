@@ -69,6 +69,21 @@ function readTls(path, variable) {
   }
 }
 
+/**
+ * Where a cell lives, as the core's `etcd-keys` answered (`{env, cell, keys}`), with what every transaction
+ * on it needs built once: the state files (`state`), each state key as bytes (`bytes`, by key), and the gets
+ * that read them (`gets`: a load, and a commit's failure branch). The core's answer is pure.
+ */
+function cellKeys(answer) {
+  const bytes = new Map(answer.keys.map((k) => [k.key, Buffer.from(k.key, 'utf8')]));
+  return {
+    ...answer,
+    state: new Set(answer.keys.map((k) => k.file)),
+    bytes,
+    gets: answer.keys.map((k) => ({ request_range: { key: bytes.get(k.key) } })),
+  };
+}
+
 /** The state files (`{files, revisions}`) in the answers of a transaction's gets, one per `keys.keys`. */
 function fromGets(keys, responses) {
   const files = {};
@@ -87,9 +102,8 @@ function fromGets(keys, responses) {
 function after(keys, loaded, changes, revision) {
   const files = { ...loaded.files };
   const revisions = { ...loaded.revisions };
-  const state = new Set(keys.keys.map((k) => k.file));
   for (const c of changes) {
-    if (!state.has(c.file)) continue;
+    if (!keys.state.has(c.file)) continue;
     if (c.op === 'write') {
       files[c.file] = c.content;
       revisions[c.file] = revision;
@@ -199,12 +213,16 @@ class EtcdStore extends CellStore {
     }
   }
 
-  /** The core's `etcd-keys` for `env` (and `scope`), remembered: `{env, cell?, keys?}`. */
+  /**
+   * The core's `etcd-keys` for `env` (and `scope`), remembered: `{env}`, or for a cell `{env, cell, keys}`
+   * with what its transactions need built once (`cellKeys`).
+   */
   #keysOf(env, scope) {
     const name = scope === undefined ? `${env}/` : `${env}/${scope}`;
     let keys = this.#keys.get(name);
     if (keys === undefined) {
-      keys = call('etcd-keys', { prefix: this.prefix, env, scope });
+      const answer = call('etcd-keys', { prefix: this.prefix, env, scope });
+      keys = scope === undefined ? answer : cellKeys(answer);
       this.#keys.set(name, keys);
     }
     return keys;
@@ -295,15 +313,14 @@ class EtcdStore extends CellStore {
 
   /** The cell's state files and their revisions (`{files, revisions}`), in one read-only transaction. */
   async #load(op, what, keys) {
-    const success = keys.keys.map((k) => ({ request_range: { key: Buffer.from(k.key, 'utf8') } }));
-    const answer = await this.#attempt(op, what, (c, options) => c.kv.txn({ compare: [], success, failure: [] }, options));
+    const answer = await this.#attempt(op, what, (c, options) => c.kv.txn({ compare: [], success: keys.gets, failure: [] }, options));
     return fromGets(keys, answer.responses);
   }
 
   async #transact({ env, scope }, decide, op) {
     const keys = this.#keysOf(env, scope);
     const what = `the cell ${env}/${scope}`;
-    const gets = keys.keys.map((k) => ({ request_range: { key: Buffer.from(k.key, 'utf8') } }));
+    const key = (k) => keys.bytes.get(k) ?? Buffer.from(k, 'utf8');
     // The cell as this store last committed it, if it did: decided on without reading it first.
     let known = this.#cells.has(keys.cell) ? { loaded: this.#cells.get(keys.cell), fresh: false } : null;
     for (;;) {
@@ -328,13 +345,13 @@ class EtcdStore extends CellStore {
       }
       const plan = call('etcd-txn', { cell: keys.cell, revisions: loaded.revisions, changes });
       const txn = {
-        compare: plan.compare.map((c) => ({ key: Buffer.from(c.key, 'utf8'), target: 'Mod', result: 'Equal', mod_revision: String(c.modRevision) })),
+        compare: plan.compare.map((c) => ({ key: key(c.key), target: 'Mod', result: 'Equal', mod_revision: String(c.modRevision) })),
         success: [
-          ...plan.put.map((p) => ({ request_put: { key: Buffer.from(p.key, 'utf8'), value: Buffer.from(p.value, 'utf8') } })),
-          ...plan.delete.map((k) => ({ request_delete_range: { key: Buffer.from(k, 'utf8') } })),
+          ...plan.put.map((p) => ({ request_put: { key: key(p.key), value: Buffer.from(p.value, 'utf8') } })),
+          ...plan.delete.map((k) => ({ request_delete_range: { key: key(k) } })),
         ],
         // A refused compare answers the cell as it is now, in the same round trip.
-        failure: gets,
+        failure: keys.gets,
       };
       let committed;
       try {
