@@ -208,7 +208,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
             claims::facts(&r.cell, &r.resource, r.claim_epoch, r.pending.as_deref())
         }),
         "claim-free" => run(op, input, |r: ClaimFreeRequest| {
-            claims::free(&r.cell, r.now_ms, &r.env, &r.scope, r.epoch, &r.resource)
+            claims::free(&r.cell, r.now_ms, &r.env, &r.scope, r.epoch, &r.resource, r.give_back)
         }),
         "claim-move" => run(op, input, |r: ClaimMoveRequest| {
             claims::moved(&r.cell, r.now_ms, &r.env, &r.from, &r.to, &r.holder, r.epoch, &r.resource)
@@ -735,7 +735,7 @@ struct ClaimFactsRequest {
     pending: Option<String>,
 }
 
-/// `claim-free`: `{cell, nowMs, env, scope, epoch, resource}` -> `{changes, freed}`.
+/// `claim-free`: `{cell, nowMs, env, scope, epoch, resource, giveBack?}` -> `{changes, freed}`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ClaimFreeRequest {
@@ -745,6 +745,9 @@ struct ClaimFreeRequest {
     scope: String,
     epoch: u64,
     resource: ownership::Resource,
+    /// The call that took the claim gives it back (its write was refused): see [`claims::free`].
+    #[serde(default)]
+    give_back: bool,
 }
 
 /// `claim-move`: `{cell, nowMs, env, from, to, holder, epoch, resource}` -> `{changes, moved}`.

@@ -60,10 +60,13 @@ async function takeClaim(store, run, resource, { dry = false, deadline, listed =
   throw hostError('STORE_CONTENDED', `the ownership claim of ${resource.adapter} \`${resource.key}\` kept changing while it was read; try again`);
 }
 
-/** `claim-free` after a forget landed. */
-async function freeClaim(store, run, resource, { deadline } = {}) {
+/**
+ * `claim-free` after a forget landed; `giveBack`: this call took the claim and its write was refused (a
+ * first claim is deleted, leaving the store as it was: the core's claims::free).
+ */
+async function freeClaim(store, run, resource, { deadline, giveBack = false } = {}) {
   const cell = claimCell(run.env, resource);
-  return store.transact(cell, 'claim-free', { env: run.env, scope: run.scope, epoch: run.epoch, resource }, { deadline });
+  return store.transact(cell, 'claim-free', { env: run.env, scope: run.scope, epoch: run.epoch, resource, giveBack }, { deadline });
 }
 
 /**
@@ -98,9 +101,9 @@ async function ledgerChange(store, run, op, resource, write, { deadline, onWarni
  */
 async function giveBack(store, run, resource, code, { deadline } = {}) {
   // A refusal decided on an unreadable receipt (or a bad request) proves nothing landed.
-  if (code === 'RECEIPT_CORRUPT' || code === 'RECEIPT_VERSION' || code === 'USAGE') return freeClaim(store, run, resource, { deadline });
+  if (code === 'RECEIPT_CORRUPT' || code === 'RECEIPT_VERSION' || code === 'USAGE') return freeClaim(store, run, resource, { deadline, giveBack: true });
   const facts = await readCell(store, { env: run.env, scope: run.scope }, 'claim-facts', { resource, claimEpoch: run.epoch }, { deadline });
-  if (facts.lists === false) await freeClaim(store, run, resource, { deadline });
+  if (facts.lists === false) await freeClaim(store, run, resource, { deadline, giveBack: true });
 }
 
 module.exports = { takeClaim, freeClaim, ledgerChange };

@@ -1,7 +1,7 @@
 //! The claim transactions: take (with its needs), the facts read from a claiming scope's cell, free and
 //! move. Each runs on the claim cell ([`super::claim_cell`]) except [`facts`], a read of the claimer's cell.
 
-use super::record::{CLAIM_VERSION, ClaimRecord, ClaimState, FreeRecord, claim_cell, read_claim_state};
+use super::record::{CLAIM_FILE, CLAIM_VERSION, ClaimRecord, ClaimState, FreeRecord, claim_cell, read_claim_state};
 use crate::cell::{Cell, Change};
 use crate::error::{CoreError, ErrorCode};
 use crate::lock::parse_lock;
@@ -250,13 +250,29 @@ pub fn facts(cell: &Cell, res: &Resource, claim_epoch: u64, pending: Option<&str
 
 /// `claim-free`: after `ledger-forget` landed, replaces the claim with a free record if it is `scope`'s at
 /// `epoch` or before. Answers `{changes, freed}`.
-pub fn free(cell: &Cell, now: UnixMs, env: &str, scope: &str, epoch: u64, res: &Resource) -> Result<Value, CoreError> {
+///
+/// `give_back`: the call that took the claim gives it back because its write was refused. A claim that was
+/// the cell's first write ever (generation 1: nothing was claimed there before) is then deleted, so a refused
+/// command leaves the store as it found it; no ledger ever listed the identity in between (the write was
+/// refused), so no listing can have missed anything. Otherwise a free record.
+pub fn free(
+    cell: &Cell,
+    now: UnixMs,
+    env: &str,
+    scope: &str,
+    epoch: u64,
+    res: &Resource,
+    give_back: bool,
+) -> Result<Value, CoreError> {
     res.validate()?;
     check_cell(cell, env, res)?;
     let state = read_claim_state(cell)?;
     let Some(c) = state.claim().filter(|c| c.scope == scope && c.epoch <= epoch) else {
         return Ok(json!({ "changes": [], "freed": false }));
     };
+    if give_back && c.epoch == epoch && c.generation == 1 {
+        return Ok(json!({ "changes": [Change::Delete { file: CLAIM_FILE.into() }], "freed": true }));
+    }
     // A free record, not a delete: the generation goes on counting (see [`take`]).
     let record = FreeRecord {
         version: CLAIM_VERSION,

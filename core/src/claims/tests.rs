@@ -212,7 +212,7 @@ fn the_branch_cannot_forget_and_recreate_what_its_pull_request_is_changing() {
     let mut r = request("pr-7", 1, "k1", None);
     r.predecessor = Some("branch-x".into());
     assert_eq!(take_on(&mut cell, r, &branch, None).unwrap()["outcome"], "inherited");
-    assert_eq!(free(&cell, NOW, "preview", "branch-x", 2, &res("k1")).unwrap()["freed"], false);
+    assert_eq!(free(&cell, NOW, "preview", "branch-x", 2, &res("k1"), false).unwrap()["freed"], false);
     let forgotten = [other("branch-x", &[]), other("pr-7", &[])];
     let live = ClaimFacts { scope: "pr-7".into(), claim_epoch: 1, lock_epoch: Some(1), lists: false };
     let e = take_on(&mut cell, request("branch-x", 2, "k1", None), &forgotten, Some(live)).unwrap_err();
@@ -252,9 +252,9 @@ fn a_half_done_handover_leaves_one_owner() {
 fn free_deletes_only_this_scopes_claim_at_or_before_its_epoch() {
     let mut cell = claim_cell_of("k1");
     take_on(&mut cell, request("pr-11", 3, "k1", None), &[], None).unwrap();
-    assert_eq!(free(&cell, NOW, "preview", "pr-12", 9, &res("k1")).unwrap()["freed"], false);
-    assert_eq!(free(&cell, NOW, "preview", "pr-11", 2, &res("k1")).unwrap()["freed"], false);
-    let a = free(&cell, NOW, "preview", "pr-11", 3, &res("k1")).unwrap();
+    assert_eq!(free(&cell, NOW, "preview", "pr-12", 9, &res("k1"), false).unwrap()["freed"], false);
+    assert_eq!(free(&cell, NOW, "preview", "pr-11", 2, &res("k1"), false).unwrap()["freed"], false);
+    let a = free(&cell, NOW, "preview", "pr-11", 3, &res("k1"), false).unwrap();
     assert_eq!(a["freed"], true);
     let changes: Vec<crate::cell::Change> = serde_json::from_value(a["changes"].clone()).unwrap();
     cell.apply(&changes);
@@ -264,7 +264,7 @@ fn free_deletes_only_this_scopes_claim_at_or_before_its_epoch() {
     assert!(matches!(&state, ClaimState::Free(f) if f.freed_from == json!({ "scope": "pr-11", "epoch": 3 })));
     assert_eq!(state.generation(), 2);
     // Freeing again changes nothing; the next take counts on.
-    assert_eq!(free(&cell, NOW, "preview", "pr-11", 3, &res("k1")).unwrap()["freed"], false);
+    assert_eq!(free(&cell, NOW, "preview", "pr-11", 3, &res("k1"), false).unwrap()["freed"], false);
     take_on(&mut cell, request("pr-12", 1, "k1", None), &[], None).unwrap();
     assert_eq!(read_claim(&cell).unwrap().unwrap().generation, 3);
 }
@@ -281,7 +281,7 @@ fn a_listing_older_than_the_claim_cells_last_write_is_read_again() {
     let stale = Some(vec![other("branch-x", &[])]);
     // The branch's run takes the claim and, after forgetting k1, frees it.
     take_on(&mut cell, request("branch-x", 2, "k1", None), &[], None).unwrap();
-    let a = free(&cell, NOW, "preview", "branch-x", 2, &res("k1")).unwrap();
+    let a = free(&cell, NOW, "preview", "branch-x", 2, &res("k1"), false).unwrap();
     cell.apply(&serde_json::from_value::<Vec<crate::cell::Change>>(a["changes"].clone()).unwrap());
     let mut late = request("pr-8", 1, "k1", stale);
     late.listed_at = Some(0);
@@ -366,4 +366,21 @@ fn an_intent_over_an_inherited_entry_keeps_where_it_came_from() {
     let receipt = w.receipt_value();
     assert_eq!(receipt["ledger"][0]["createdBy"], "intent");
     assert_eq!(receipt["ledger"][0]["inheritedFrom"], "branch-x");
+}
+
+/// A claim given back by the call that took it from a cell never claimed before leaves the store as it was;
+/// any other give-back, and every free after a forget, leaves a free record.
+#[test]
+fn giving_back_a_first_claim_deletes_it() {
+    let mut cell = claim_cell_of("k1");
+    take_on(&mut cell, request("pr-11", 3, "k1", None), &[], None).unwrap();
+    let a = free(&cell, NOW, "preview", "pr-11", 3, &res("k1"), true).unwrap();
+    assert_eq!(a["changes"], json!([{ "op": "delete", "file": "claim.json" }]));
+    // A second claim of the cell (generation 3 after a free record) is freed with a record even when given back.
+    let b = free(&cell, NOW, "preview", "pr-11", 3, &res("k1"), false).unwrap();
+    cell.apply(&serde_json::from_value::<Vec<crate::cell::Change>>(b["changes"].clone()).unwrap());
+    take_on(&mut cell, request("pr-12", 1, "k1", None), &[], None).unwrap();
+    let c = free(&cell, NOW, "preview", "pr-12", 1, &res("k1"), true).unwrap();
+    assert_eq!(c["changes"][0]["op"], "write");
+    assert_eq!(c["freed"], true);
 }

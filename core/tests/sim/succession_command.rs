@@ -616,7 +616,7 @@ impl World<'_> {
             }
             Op::Free(k) => {
                 let c = CLAIM0 + usize::from(k);
-                let answer = claims::free(&self.cells[c], now_ms, ENV, SCOPES[scope], sender.1, &resource(k))
+                let answer = claims::free(&self.cells[c], now_ms, ENV, SCOPES[scope], sender.1, &resource(k), false)
                     .map_err(|e| fail(self, e))?;
                 let freed = answer["freed"] == Value::Bool(true);
                 self.c.claims_freed += u64::from(freed);

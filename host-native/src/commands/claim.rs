@@ -83,13 +83,20 @@ pub fn take(
     ))
 }
 
-/// `claim-free` after a forget landed (or to give back a claim whose write was refused).
+/// `claim-free` after a forget landed.
 pub fn free(core: &mut CoreComponent, who: &Claimer<'_>) -> Result<Value, HostError> {
+    free_claim(core, who, false)
+}
+
+/// `claim-free`; `give_back`: this call took the claim and its write was refused (a first claim is deleted,
+/// leaving the store as it was: `claims::free`).
+fn free_claim(core: &mut CoreComponent, who: &Claimer<'_>, give_back: bool) -> Result<Value, HostError> {
     let (env, scope) = cell_of(core, who.env, who.resource)?;
     who.store.transact(core, &env, &scope, |core, cell, now| {
         core.invoke(
             "claim-free",
-            &json!({ "cell": cell, "nowMs": now, "env": who.env, "scope": who.scope, "epoch": who.epoch, "resource": who.resource }),
+            &json!({ "cell": cell, "nowMs": now, "env": who.env, "scope": who.scope, "epoch": who.epoch,
+                     "resource": who.resource, "giveBack": give_back }),
         )
     })
 }
@@ -100,7 +107,7 @@ pub fn free(core: &mut CoreComponent, who: &Claimer<'_>) -> Result<Value, HostEr
 /// receipt (or a bad request) proves nothing landed. Best effort: a claim left is stale once the lock moves on.
 pub fn give_back(core: &mut CoreComponent, who: &Claimer<'_>, code: &str) {
     if matches!(code, "RECEIPT_CORRUPT" | "RECEIPT_VERSION" | "USAGE") {
-        let _ = free(core, who);
+        let _ = free_claim(core, who, true);
         return;
     }
     let facts = who.store.read(core, who.env, who.scope, |core, cell, now| {
@@ -110,7 +117,7 @@ pub fn give_back(core: &mut CoreComponent, who: &Claimer<'_>, code: &str) {
         )
     });
     if facts.is_ok_and(|f| f["lists"] == false) {
-        let _ = free(core, who);
+        let _ = free_claim(core, who, true);
     }
 }
 
