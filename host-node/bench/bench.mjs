@@ -1,5 +1,8 @@
 // Node figures for scripts/bench.sh, printed as one JSON object on stdout:
-//   scopeForUs, acquireUs       per-call cost of the decisions through the npm package's wasm
+//   scopeForUs, acquireUs       per-call cost of the decisions through the npm package's wasm, as the
+//                               package's JS layer calls it: plain objects in and out (`call`)
+//   scopeForTextUs, acquireTextUs  the same through the raw text export (`invoke`) with JSON.stringify and
+//                               JSON.parse around it (the JS layer's path before objects), same run
 //   leaseCycleMs                acquireLease + one fenced write + release on a dir store
 //   properLockfileMs            proper-lockfile lock + unlock of one file (the baseline)
 import { createRequire } from 'node:module';
@@ -9,6 +12,7 @@ import { join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const baton = require('../js/index.cjs');
+const { call } = require('../js/core.cjs');
 const lockfile = require('proper-lockfile');
 
 function perCall(calls, f) {
@@ -31,12 +35,15 @@ async function perAsync(runs, f) {
   return samples.sort((a, b) => a - b)[Math.floor(runs / 2)];
 }
 
-const scopeReq = JSON.stringify({ branch: 'feat/search', pr: null });
-const acquireReq = JSON.stringify({
+const scopeReq = { branch: 'feat/search', pr: null };
+const acquireReq = {
   cell: { env: 'preview', scope: 'pr-1', files: {} }, holder: 'run-1', ttlMs: 900000, nowMs: 1791633600000,
-});
-const scopeForUs = perCall(20000, () => baton.invoke('scope-for', scopeReq));
-const acquireUs = perCall(20000, () => baton.invoke('lock-acquire', acquireReq));
+};
+const viaText = (op, req) => JSON.parse(baton.invoke(op, JSON.stringify(req)));
+const scopeForUs = perCall(20000, () => call('scope-for', scopeReq));
+const acquireUs = perCall(20000, () => call('lock-acquire', acquireReq));
+const scopeForTextUs = perCall(20000, () => viaText('scope-for', scopeReq));
+const acquireTextUs = perCall(20000, () => viaText('lock-acquire', acquireReq));
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-bench-node-'));
 const store = baton.openStore(`dir:${join(dir, 'store')}`);
@@ -63,6 +70,8 @@ function receipt(scope, n) {
     plan: { hash: '' }, ctx: null, lines: {}, ledger, history: [], hashKey: '' });
 }
 const ownership = {};
+const ownershipObjects = {};
+const ownershipViaText = {};
 for (const total of [25000, 50000, 100000]) {
   const per = total / 1000;
   const others = [];
@@ -77,14 +86,25 @@ for (const total of [25000, 50000, 100000]) {
     'foreign map': ['ledger-check', { cell: own, nowMs: 0, resource: { adapter: 'vercel', key: 'pr-999/var-0', provider: { team: 'web' } }, others }],
   };
   for (const [name, [op, request]] of Object.entries(calls)) {
+    // Through the text export from a ready string (`ownership`, the figure bench_ownership compares),
+    // and as the JS layer calls it: objects (`ownershipObjects`) and text with JSON.stringify/parse around
+    // it (`ownershipViaText`), same run.
     const text = JSON.stringify(request);
-    const samples = [];
-    for (let r = 0; r < 5; r++) {
-      const t = process.hrtime.bigint();
-      baton.invoke(op, text);
-      samples.push(Number(process.hrtime.bigint() - t) / 1e6);
-    }
-    ownership[`${name}@${total}`] = samples.sort((a, b) => a - b)[2];
+    const median = (f) => {
+      const samples = [];
+      for (let r = 0; r < 5; r++) {
+        const t = process.hrtime.bigint();
+        f();
+        samples.push(Number(process.hrtime.bigint() - t) / 1e6);
+      }
+      return samples.sort((a, b) => a - b)[2];
+    };
+    ownership[`${name}@${total}`] = median(() => baton.invoke(op, text));
+    ownershipObjects[`${name}@${total}`] = median(() => call(op, request));
+    ownershipViaText[`${name}@${total}`] = median(() => viaText(op, request));
   }
 }
-console.log(JSON.stringify({ scopeForUs, acquireUs, leaseCycleMs, properLockfileMs, ownership }));
+console.log(JSON.stringify({
+  scopeForUs, acquireUs, scopeForTextUs, acquireTextUs, leaseCycleMs, properLockfileMs, ownership, ownershipObjects,
+  ownershipViaText,
+}));

@@ -1,7 +1,8 @@
 'use strict';
 /**
- * The bridge to the wasm core. `invoke` is the raw string-in, string-out surface; `call` is the same with
- * JSON objects. Both throw only BatonError.
+ * The bridge to the wasm core. `call` passes the request and gets the answer as plain objects (no JSON text
+ * across wasm-bindgen); `invoke` is the raw string-in, string-out surface of the package's export. Both
+ * throw only BatonError.
  */
 const wasm = require('../pkg/baton_node.js');
 const { BatonError, fromThrown } = require('./errors.cjs');
@@ -21,9 +22,19 @@ function invoke(op, requestJson) {
   }
 }
 
-/** Runs core operation `op` on the request object and returns the parsed answer. */
+/**
+ * Runs core operation `op` on the request object and returns the answer object, converted by
+ * serde-wasm-bindgen on both sides (a key set to `undefined` reads as `null`).
+ * @param {string} op
+ * @param {object} [request]
+ * @returns {any}
+ */
 function call(op, request) {
-  return JSON.parse(invoke(op, JSON.stringify(request ?? {})));
+  try {
+    return wasm.call(op, request ?? {});
+  } catch (e) {
+    throw fromThrown(e);
+  }
 }
 
 let codes;

@@ -1,14 +1,33 @@
 //! wasm-bindgen bindings of the baton core for the npm package. Type conversions only: the JS layer
-//! (`host-node/js/`) calls [`invoke`] with an operation name and a JSON request, exactly as the component's
-//! WIT functions and the native runner do (see `baton_core::api`).
+//! (`host-node/js/`) calls [`call`] with an operation name and the request as a plain JS object and gets the
+//! answer as one (serde-wasm-bindgen), deciding with the same `baton_core::api` operations as the component
+//! and the native runner. [`invoke`] is the same on JSON text, for the package's raw `invoke` export.
 
 use wasm_bindgen::prelude::*;
+
+mod request;
 
 /// Runs one core operation. On a refusal it throws an `Error` whose `code` is the stable error code and
 /// whose `json` is the whole error object (`{"code","message","hint"?,...details}`) as JSON text.
 #[wasm_bindgen]
 pub fn invoke(op: &str, request: &str) -> Result<String, JsValue> {
     baton_core::api::invoke(op, request).map_err(core_error)
+}
+
+/// Runs one core operation on `request`, a plain JS object with the JSON spelling of the operation's
+/// request, and returns the answer as a plain JS object (what `JSON.parse` of [`invoke`]'s answer would
+/// give). The request is read as `JSON.stringify` would write it (a key set to `undefined` is absent, see
+/// [`request`]). Throws exactly as [`invoke`].
+#[wasm_bindgen]
+pub fn call(op: &str, request: JsValue) -> Result<JsValue, JsValue> {
+    let request = request::json_of(&request).map_err(|e| {
+        core_error(baton_core::CoreError::internal(format!("invalid request for `{op}`: {e}")).with("op", op))
+    })?;
+    let answer = baton_core::api::invoke(op, &request.to_string()).map_err(core_error)?;
+    // The core's own JSON text always parses.
+    let answer: serde_json::Value = serde_json::from_str(&answer)
+        .map_err(|e| core_error(baton_core::CoreError::internal(format!("an answer did not parse: {e}"))))?;
+    to_js(&answer)
 }
 
 /// The holder's side of one lease (`baton_core::lease`). Times are the host's monotonic clock in whole
