@@ -21,6 +21,7 @@ pub const STATE_FILES: [&str; 4] = [LOCK_FILE, EPOCH_FILE, LATEST_FILE, CLAIM_FI
 
 /// A snapshot of one cell as the host loaded it.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Cell {
     /// The environment (`preview`, `production`, `_locks` for parent objects).
@@ -33,6 +34,7 @@ pub struct Cell {
     pub files: BTreeMap<String, String>,
     /// How messages name the cell instead of `env/scope` (e.g. `parent object <identity>`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub label: Option<String>,
 }
 
@@ -65,6 +67,7 @@ impl Cell {
 /// One change to a cell file. A change set is applied in order; hosts make each write atomic
 /// (temp file + rename) and the whole set atomic with respect to other transactions on the cell.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "op", rename_all = "camelCase")]
 pub enum Change {
     /// Replace (or create) `file` with `content`.

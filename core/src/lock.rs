@@ -21,19 +21,21 @@ pub const LOCK_VERSION: u64 = 1;
 /// The content of `lock.json`: the original's `{holder, acquiredAt, expiresAt}` plus `epoch`.
 /// Fields baton does not know are kept on every rewrite.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct LockRecord {
     /// Who holds the lock (`run-xxxxxxxx`, ...).
     pub holder: String,
     /// When the current holder acquired it (ISO-8601 UTC); kept on renewal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
     pub acquired_at: Option<String>,
     /// When it expires unless renewed (ISO-8601 UTC), judged by other runs on their wall clocks.
     pub expires_at: String,
     /// The fencing token: strictly increasing per cell. 0 for locks written by the original tool.
     #[serde(default)]
     pub epoch: u64,
-    /// Fields this version does not know, kept as they are.
+    /// Fields this version does not know, kept as they are (open schema).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -57,6 +59,7 @@ impl LockRecord {
 
 /// A lock as `lock read` reports it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LockView {
     /// The record.
     #[serde(flatten)]
@@ -73,6 +76,7 @@ pub struct LockView {
 
 /// A granted (or renewed) lock and the changes that record it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Grant {
     /// The changes to commit.
@@ -86,6 +90,7 @@ pub struct Grant {
 
 /// The outcome of a release.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Release {
     /// The changes to commit (empty when there was nothing of ours to release).

@@ -332,3 +332,18 @@ async function gcTypes(store: import('baton-lease').OwnershipStore): Promise<voi
   void skipped;
 }
 void gcTypes;
+
+// The generated declarations (types.d.ts) reach users through index.d.ts.
+import type { CoreError, LeaseAction, LockAnswer } from 'baton-lease';
+function describeAction(a: LeaseAction): string {
+  if (a.type === 'event') return a.event.kind === 'lost' ? `lost: ${a.event.error.code}` : a.event.kind;
+  return `${a.op} by ${a.deadlineMs}`;
+}
+const refusal: CoreError = { code: 'LOCK_HELD', message: 'held', holder: 'run-2' };
+const readAnswer: LockAnswer = { lock: null };
+// @ts-expect-error: not an error code
+const wrong: CoreError = { code: 'NOT_A_CODE', message: '' };
+void wrong;
+void describeAction;
+void refusal;
+void readAnswer;

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 /// What the host must do next for a lease.
 #[allow(clippy::large_enum_variant)] // built one at a time and handed over at once
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum LeaseAction {
     /// Carry out one lock transaction on the lease's cell and report it with [`lease_store_result`].
@@ -26,6 +27,7 @@ pub enum LeaseAction {
 
 /// One lock transaction the lease needs, on its own cell (`env`/`scope` of its configuration).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct StoreRequest {
     /// Correlates the result.
@@ -40,6 +42,7 @@ pub struct StoreRequest {
 
 /// The events of a lease (see [`crate::lease::LeaseEvent`], whose JSON spelling this is).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum LeaseEvent {
     /// The lock is ours; `warning` is set when an expired lock was taken over (`preempted`).
@@ -52,6 +55,7 @@ pub enum LeaseEvent {
         preempted: Option<LockRecord>,
         /// "Took over an expired lock held by H since T." when `preempted` is set.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         warning: Option<String>,
     },
     /// Waiting for another holder's lock; after every attempt that found it held.
@@ -74,12 +78,14 @@ pub enum LeaseEvent {
     /// A renewal failed for another reason than loss; the next one is scheduled as usual.
     RenewFailed {
         /// The store's error.
+        #[cfg_attr(feature = "ts", ts(type = "CoreError"))]
         error: CoreError,
     },
     /// The store says another holder has the lock (or nobody does): stop at once, write nothing more.
     #[serde(rename_all = "camelCase")]
     Lost {
         /// The `LOCK_LOST` error.
+        #[cfg_attr(feature = "ts", ts(type = "CoreError"))]
         error: CoreError,
         /// How long the host may let its work shut down before killing it.
         grace_ms: u64,
@@ -88,6 +94,7 @@ pub enum LeaseEvent {
     #[serde(rename_all = "camelCase")]
     MustStop {
         /// The `LOCK_LOST` error explaining why.
+        #[cfg_attr(feature = "ts", ts(type = "CoreError"))]
         error: CoreError,
         /// How long the host may let its work shut down before killing it.
         grace_ms: u64,
@@ -102,11 +109,13 @@ pub enum LeaseEvent {
         /// What to tell people.
         warning: String,
         /// The last error.
+        #[cfg_attr(feature = "ts", ts(type = "CoreError"))]
         error: CoreError,
     },
     /// The lease could not be acquired (`LOCK_HELD` after the wait, `LOCK_CORRUPT`, a store failure).
     AcquireFailed {
         /// The error, to print with its code.
+        #[cfg_attr(feature = "ts", ts(type = "CoreError"))]
         error: CoreError,
     },
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// JSON: `{"op": "lock-acquire", "request": {...}}`, the `op` and `request` of a lease's store action.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "op", content = "request", rename_all = "kebab-case")]
 pub enum LockOp {
     /// Take the lock if it is free or expired (a takeover); `LOCK_HELD` while another holder's is live,
@@ -24,6 +25,7 @@ pub enum LockOp {
         ttl_ms: u64,
         /// How a refusal names the lock (default `env/scope`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(optional))]
         label: Option<String>,
     },
     /// Extend the holder's lock at `epoch`; `LOCK_LOST` when it is no longer theirs.
@@ -82,6 +84,7 @@ pub enum LockOp {
 
 /// What a [`LockOp`] decided. JSON: the answer of the matching `api::invoke` operation.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(untagged)]
 pub enum LockAnswer {
     /// `lock-acquire`, `lock-renew`, `lock-break`, `fenced-write`: the lock as stored and the changes.
