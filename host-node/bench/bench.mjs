@@ -13,6 +13,7 @@ import { join } from 'node:path';
 const require = createRequire(import.meta.url);
 const baton = require('../js/index.cjs');
 const { call } = require('../js/core.cjs');
+const wasm = require('../pkg/baton_node.js');
 const lockfile = require('proper-lockfile');
 
 function perCall(calls, f) {
@@ -87,8 +88,8 @@ for (const total of [25000, 50000, 100000]) {
   };
   for (const [name, [op, request]] of Object.entries(calls)) {
     // Through the text export from a ready string (`ownership`, the figure bench_ownership compares),
-    // and as the JS layer calls it: objects (`ownershipObjects`) and text with JSON.stringify/parse around
-    // it (`ownershipViaText`), same run.
+    // and the two ways the JS layer can call it: objects (`ownershipObjects`) and text with
+    // JSON.stringify/parse around it (`ownershipViaText`), same run (js/core.cjs TEXT_ANSWERS chooses).
     const text = JSON.stringify(request);
     const median = (f) => {
       const samples = [];
@@ -100,7 +101,7 @@ for (const total of [25000, 50000, 100000]) {
       return samples.sort((a, b) => a - b)[2];
     };
     ownership[`${name}@${total}`] = median(() => baton.invoke(op, text));
-    ownershipObjects[`${name}@${total}`] = median(() => call(op, request));
+    ownershipObjects[`${name}@${total}`] = median(() => wasm.call(op, request));
     ownershipViaText[`${name}@${total}`] = median(() => viaText(op, request));
   }
 }

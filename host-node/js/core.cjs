@@ -23,13 +23,23 @@ function invoke(op, requestJson) {
 }
 
 /**
- * Runs core operation `op` on the request object and returns the answer object, converted by
- * serde-wasm-bindgen on both sides (a key set to `undefined` reads as `null`).
+ * The operations whose answers carry a whole receipt or ledger (thousands of objects): they cross as JSON
+ * text (one string, parsed by V8's JSON.parse), because building the answer object by object from wasm
+ * measured 1.5x-2.7x slower at 25,000-100,000 ledger entries (host-node/bench/bench.mjs, `ownershipObjects`
+ * against `ownershipViaText` in the same run). Every other operation passes plain objects both ways.
+ */
+const TEXT_ANSWERS = new Set(['run-begin', 'run-finish', 'handover', 'receipt-parse', 'scope-status', 'destroy-plan']);
+
+/**
+ * Runs core operation `op` on the request object and returns the answer object: plain objects across
+ * wasm-bindgen (the request read as `JSON.stringify` would write it: a key set to `undefined` is absent),
+ * except for the receipt-sized answers of TEXT_ANSWERS.
  * @param {string} op
  * @param {object} [request]
  * @returns {any}
  */
 function call(op, request) {
+  if (TEXT_ANSWERS.has(op)) return JSON.parse(invoke(op, JSON.stringify(request ?? {})));
   try {
     return wasm.call(op, request ?? {});
   } catch (e) {
