@@ -1,24 +1,26 @@
-// Type declarations of baton-lease (hand-written; keep in step with js/).
+// Type declarations of the JS surface of baton-lease (hand-written; keep in step with js/).
 
-/** Every stable error code, spelled the same in every baton host. */
-export type ErrorCode =
-  | 'LOCK_HELD'
-  | 'LOCK_LOST'
-  | 'LOCK_CORRUPT'
-  | 'OWNED_BY_OTHER_SCOPE'
-  | 'ENV_NOT_APPROVED'
-  | 'CTX_NULL'
-  | 'USAGE'
-  | 'STORE_CONTENDED'
-  | 'STORE_REJECTED'
-  | 'STORE_PERMISSION'
-  | 'RECEIPT_CORRUPT'
-  | 'RECEIPT_VERSION'
-  | 'INTENT_UNRESOLVED'
-  | 'COMMAND_FAILED'
-  | 'INTERRUPTED'
-  | 'INTERNAL'
-  | 'RANDOM_UNAVAILABLE';
+// What the core returns to JS is declared in ./types.d.ts, generated from the Rust types (ts-rs; see
+// tests/ts_types.rs): error codes and error objects, locks, cells and changes, lock transactions and their
+// answers, lease actions and events.
+import type { Change, CoreError, LockRecord, LockView } from './types';
+export type {
+  Cell,
+  Change,
+  CoreError,
+  ErrorCode,
+  Grant as CoreGrant,
+  JsonValue,
+  LeaseAction,
+  LeaseEvent,
+  LockAnswer,
+  LockOp,
+  LockRecord,
+  LockView,
+  Release as CoreRelease,
+  StoreRequest,
+} from './types';
+import type { ErrorCode, LeaseEvent } from './types';
 
 /** Every operation of the core, for the raw `invoke`. */
 export type Operation =
@@ -124,27 +126,8 @@ export interface EnvironmentContext {
   scope: null;
 }
 
-/** A lock record (`lock.json`). Fields baton does not know are kept. */
-export interface Lock {
-  holder: string;
-  acquiredAt?: string;
-  expiresAt: string;
-  /** The fencing token: strictly increasing per cell. */
-  epoch: number;
-  /** Set by `breakLock`: who broke what, when and why. */
-  broke?: { at: string; reason: string; previous: Lock | null; corrupt?: string };
-  [field: string]: unknown;
-}
-
-/** A lock as `readLock` reports it. */
-export interface LockView extends Lock {
-  /** Whether it had expired when it was read. */
-  expired: boolean;
-  /** Milliseconds from the read until `expiresAt` (negative once expired). */
-  expiresInMs: number;
-  /** `expiresInMs` for people (`14m 59s`, `0ms` once expired). */
-  expiresIn: string;
-}
+/** A lock record (`lock.json`, the core's `LockRecord`); `breakLock` records who broke what, when and why. */
+export type Lock = LockRecord & { broke?: { at: string; reason: string; previous: Lock | null; corrupt?: string } };
 
 /** A cell: one environment and scope. */
 export interface CellRef {
@@ -217,7 +200,7 @@ export interface FencedWriteRequest extends CellRef {
 }
 
 /** One change of a cell file, as the core answers it. */
-export type CellChange = { op: 'write'; file: string; content: string } | { op: 'delete'; file: string };
+export type CellChange = Change;
 
 /** A cell as a store loaded it: its state files (`lock.json`, `epoch.json`, `latest.json`) that exist. */
 export interface CellSnapshot {
@@ -391,34 +374,8 @@ export declare function invoke(op: Operation, requestJson: string): string;
 /** Every stable error code with its exit code and hint. */
 export declare function errorCodes(): ErrorCodeInfo[];
 
-/** A LOCK_LOST core error object, as `lost` and `must-stop` events carry it. */
-export interface LeaseErrorObject {
-  code: ErrorCode;
-  message: string;
-  hint?: string;
-  [detail: string]: unknown;
-}
-
-/** What the lease machine reports (core `LeaseEvent`), in the order it happens; see `LeaseOptions.onEvent`. */
-export type LeaseEvent =
-  /** The lock is ours; `warning` when an expired lock was taken over. */
-  | { kind: 'acquired'; lock: Lock; epoch: number; preempted: Lock | null; warning?: string }
-  /** Another holder has the lock; emitted after every attempt that found it held. */
-  | { kind: 'waiting'; holder: string; expiresAt: string; waitedMs: number; remainingMs: number }
-  /** A renewal landed. */
-  | { kind: 'renewed'; lock: Lock }
-  /** A renewal failed for another reason than loss; the next one is scheduled as usual. */
-  | { kind: 'renew-failed'; error: LeaseErrorObject }
-  /** The store says the lock is no longer ours: stop at once. */
-  | { kind: 'lost'; error: LeaseErrorObject; graceMs: number }
-  /** The holder's own deadline was reached (renewals not getting through): stop before anyone could take over. */
-  | { kind: 'must-stop'; error: LeaseErrorObject; graceMs: number }
-  /** The lease is over; `released` says whether a lock of ours was removed. */
-  | { kind: 'released'; released: boolean }
-  /** The release failed after every retry; the lock stays until it expires. */
-  | { kind: 'release-failed'; warning: string; error: LeaseErrorObject }
-  /** The lease could not be acquired. */
-  | { kind: 'acquire-failed'; error: LeaseErrorObject };
+/** A core error object, as lease events carry it. */
+export type LeaseErrorObject = CoreError;
 
 /** The kinds of lease events. */
 export type LeaseEventKind = LeaseEvent['kind'];

@@ -352,6 +352,26 @@ if (Symbol.dispose) Run.prototype[Symbol.dispose] = Run.prototype.free;
 exports.Run = Run;
 
 /**
+ * Runs one core operation on `request`, a plain JS object with the JSON spelling of the operation's
+ * request, and returns the answer as a plain JS object (what `JSON.parse` of [`invoke`]'s answer would
+ * give). The request is read as `JSON.stringify` would write it (a key set to `undefined` is absent, see
+ * [`request`]). Throws exactly as [`invoke`].
+ * @param {string} op
+ * @param {any} request
+ * @returns {any}
+ */
+function call(op, request) {
+    const ptr0 = passStringToWasm0(op, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+    const len0 = WASM_VECTOR_LEN;
+    const ret = wasm.call(ptr0, len0, request);
+    if (ret[2]) {
+        throw takeFromExternrefTable0(ret[1]);
+    }
+    return takeFromExternrefTable0(ret[0]);
+}
+exports.call = call;
+
+/**
  * Runs one core operation. On a refusal it throws an `Error` whose `code` is the stable error code and
  * whose `json` is the whole error object (`{"code","message","hint"?,...details}`) as JSON text.
  * @param {string} op
@@ -432,6 +452,10 @@ function __wbg_get_imports() {
             const ret = typeof(arg0) === 'function';
             return ret;
         },
+        __wbg___wbindgen_is_null_c22311b1cc228e3a: function(arg0) {
+            const ret = arg0 === null;
+            return ret;
+        },
         __wbg___wbindgen_is_object_8b968c3ab8e96595: function(arg0) {
             const val = arg0;
             const ret = typeof(val) === 'object' && val !== null;
@@ -439,6 +463,14 @@ function __wbg_get_imports() {
         },
         __wbg___wbindgen_is_string_fc456fee5d3317de: function(arg0) {
             const ret = typeof(arg0) === 'string';
+            return ret;
+        },
+        __wbg___wbindgen_is_symbol_f846131a047725ea: function(arg0) {
+            const ret = typeof(arg0) === 'symbol';
+            return ret;
+        },
+        __wbg___wbindgen_is_undefined_be5b34249ff1fc15: function(arg0) {
+            const ret = arg0 === undefined;
             return ret;
         },
         __wbg___wbindgen_jsval_eq_38d7bfbe4cc84039: function(arg0, arg1) {
@@ -478,6 +510,10 @@ function __wbg_get_imports() {
             const ret = Object.entries(arg0);
             return ret;
         },
+        __wbg_get_2080c49015e35254: function() { return handleError(function (arg0, arg1) {
+            const ret = Reflect.get(arg0, arg1);
+            return ret;
+        }, arguments); },
         __wbg_get_635eea311fa1a291: function() { return handleError(function (arg0, arg1) {
             const ret = Reflect.get(arg0, arg1);
             return ret;
