@@ -357,3 +357,67 @@ export type LeaseAction = { "type": "store" } & StoreRequest | { "type": "event"
  * The event.
  */
 event: LeaseEvent, };
+
+export type CellPath = { 
+/**
+ * Its directory in a dir store (`env/scope`, segments encoded by [`path_segment`]).
+ */
+dir: string, 
+/**
+ * Its ref suffix in a git store (segments encoded by [`ref_segment`]).
+ */
+ref: string, };
+
+export type ScopeNames = { 
+/**
+ * One entry per directory, in order.
+ */
+scopes: Array<string | null>, };
+
+export type Text = { 
+/**
+ * The text.
+ */
+text: string | null, };
+
+export type IoFailure = { 
+/**
+ * `STORE_PERMISSION`, `STORE_REJECTED`, `USAGE` or `INTERNAL`.
+ */
+code: ErrorCode, 
+/**
+ * What happened and what to do.
+ */
+message: string, 
+/**
+ * The errno asked about.
+ */
+errno: string | null, };
+
+export type GitEnv = { 
+/**
+ * The variables removed from it.
+ */
+remove: Array<string>, 
+/**
+ * The variables set in it.
+ */
+set: { [key in string]: string }, };
+
+export type Remaining = { 
+/**
+ * How long the next git process may run (0: stop now).
+ */
+remainingMs: number, };
+
+export type Name = { 
+/**
+ * The name.
+ */
+name: string, };
+
+export type CatObjects = { 
+/**
+ * The blobs' texts.
+ */
+objects: Array<string | null>, };

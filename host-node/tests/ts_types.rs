@@ -4,6 +4,7 @@
 
 use baton_core::cell::{Cell, Change};
 use baton_core::lock::{Grant, LockRecord, LockView, Release};
+use baton_core::typed::stores as st;
 use baton_core::typed::{LeaseAction, LeaseEvent, LockAnswer, LockOp, StoreRequest};
 use std::path::Path;
 use ts_rs::TS;
@@ -38,6 +39,15 @@ fn declarations() -> String {
         StoreRequest::decl(&cfg),
         LeaseEvent::decl(&cfg),
         LeaseAction::decl(&cfg),
+        // The store building blocks' answers (the JS stores read them).
+        st::CellPath::decl(&cfg),
+        st::ScopeNames::decl(&cfg),
+        st::Text::decl(&cfg),
+        st::IoFailure::decl(&cfg),
+        st::GitEnv::decl(&cfg),
+        st::Remaining::decl(&cfg),
+        st::Name::decl(&cfg),
+        st::CatObjects::decl(&cfg),
     ] {
         out.push_str(&format!("\nexport {decl}\n"));
     }

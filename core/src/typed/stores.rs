@@ -27,6 +27,7 @@ pub struct CellPathRequest {
 
 /// Where a cell lives: `{dir, ref}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CellPath {
     /// Its directory in a dir store (`env/scope`, segments encoded by [`path_segment`]).
     pub dir: String,
@@ -56,6 +57,7 @@ pub struct ScopeNamesRequest {
 
 /// `{scopes}`: the scope each entry stands for, `null` for one that is not a scope.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ScopeNames {
     /// One entry per directory, in order.
     pub scopes: Vec<Option<String>>,
@@ -119,6 +121,7 @@ pub struct CellFileRequest {
 
 /// `{text}`: a text, or `null` for a file that does not exist.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Text {
     /// The text.
     pub text: Option<String>,
@@ -150,9 +153,11 @@ pub struct IoErrorRequest {
 /// `{code, message, errno}`: what a failed file operation of a store means. The host raises it as its
 /// error, with `errno` (and the path) as details.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct IoFailure {
     /// `STORE_PERMISSION`, `STORE_REJECTED`, `USAGE` or `INTERNAL`.
     #[serde(serialize_with = "code_name")]
+    #[cfg_attr(feature = "ts", ts(type = "ErrorCode"))]
     pub code: ErrorCode,
     /// What happened and what to do.
     pub message: String,
@@ -176,6 +181,7 @@ pub fn io_error(r: &IoErrorRequest) -> IoFailure {
 
 /// `{remove, set}`: the environment of every git the stores run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct GitEnv {
     /// The variables removed from it.
     pub remove: Vec<String>,
@@ -208,6 +214,7 @@ pub struct StoreDeadlineRequest {
 
 /// `{remainingMs}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "camelCase")]
 pub struct Remaining {
     /// How long the next git process may run (0: stop now).
@@ -233,6 +240,7 @@ pub struct CloneNameRequest {
 
 /// `{name}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Name {
     /// The name.
     pub name: String,
@@ -397,6 +405,7 @@ pub struct CatParseRequest {
 
 /// `{objects}`: one entry per request, the blob's text or `null`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CatObjects {
     /// The blobs' texts.
     pub objects: Vec<Option<String>>,
