@@ -198,18 +198,6 @@ impl Guest for Component {
     fn command_line(request: String) -> Result<String, Error> {
         call("command-line", request)
     }
-    fn etcd_keys(request: String) -> Result<String, Error> {
-        call("etcd-keys", request)
-    }
-    fn etcd_txn(request: String) -> Result<String, Error> {
-        call("etcd-txn", request)
-    }
-    fn etcd_list(request: String) -> Result<String, Error> {
-        call("etcd-list", request)
-    }
-    fn etcd_retry(request: String) -> Result<String, Error> {
-        call("etcd-retry", request)
-    }
     fn cell_steps(request: String) -> Result<String, Error> {
         call("cell-steps", request)
     }

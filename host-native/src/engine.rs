@@ -153,10 +153,6 @@ impl CoreComponent {
             "claim-free" => d.call_claim_free(s, &req),
             "claim-move" => d.call_claim_move(s, &req),
             "command-line" => d.call_command_line(s, &req),
-            "etcd-keys" => d.call_etcd_keys(s, &req),
-            "etcd-txn" => d.call_etcd_txn(s, &req),
-            "etcd-list" => d.call_etcd_list(s, &req),
-            "etcd-retry" => d.call_etcd_retry(s, &req),
             "cell-steps" => d.call_cell_steps(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
