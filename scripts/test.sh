@@ -34,7 +34,9 @@ step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p ba
 step "node package";         (cd host-node && npm test && npm run --silent typecheck)
 step "component examples (jco under Node, wasmtime under Python, the JSON surface left)"
                              (cd examples/component && npm test)
-step "cross-host";           BATON_BIN="$PWD/target/test-faults/baton" node --test tests/cross-host/
+# The Node and cross-host test files wait on processes, git and etcd far more than they compute: three files
+# at a time (each on loopback ports and temporary directories of its own) halve their wall time.
+step "cross-host";           BATON_BIN="$PWD/target/test-faults/baton" node --test --test-concurrency=3 tests/cross-host/
 step "torture checker";      node --test torture/
 step "torture (short profile: dir, git and etcd stores, proper-lockfile baseline, sabotaged-store control)"
                              BATON_BIN="$PWD/target/test-faults/baton" node torture/torture.mjs --profile short --sabotage
