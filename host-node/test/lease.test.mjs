@@ -246,11 +246,16 @@ test('pacing: a store slower than the renewal period never sees two lease transa
   // would pile up three requests; the machine's pacing keeps one. TTL - margin (960 ms) > 300 + 100.
   const lease = await acquireLease(slow.store, { ...cell, holder: 'a', ttlMs: 1200, renewEveryMs: 100, onEvent: (e) => events.push(e.kind), ...quiet });
   await until(() => slow.renewing, 2000, 'a renewal in flight');
-  const t0 = performance.now();
+  // The renewal in flight when the write is asked for: a write queued behind it would start only after it
+  // settled. An ordering of the store's own records, not a wall-clock bound (CI machines are loaded).
+  const inFlight = slow.log.findLast((e) => e.op === 'lock-renew');
+  assert.equal(inFlight.end, undefined, 'the renewal is still in flight');
   await lease.write('data.txt', 'hello');
-  const took = performance.now() - t0;
-  assert.ok(took < latencyMs * 1.6, `the write took ${took.toFixed(0)} ms: queued behind a renewal?`);
   const write = slow.log.find((e) => e.op === 'fenced-write');
+  assert.ok(
+    inFlight.end === undefined || write.start < inFlight.end,
+    `the write went to the store ${(write.start - inFlight.end).toFixed(0)} ms after the renewal in flight settled: queued behind it`,
+  );
   const overlapped = slow.log.filter((e) => e.op === 'lock-renew' && e.start < write.end && (e.end ?? Infinity) > write.start);
   assert.ok(overlapped.length >= 1, 'the write ran alongside a renewal');
 
@@ -294,7 +299,7 @@ test('must-stop: when renewals keep failing, the signal aborts with LOCK_LOST be
   assert.match(reason.message, /renewals were not getting through/);
   // Half a margin past the deadline, counted from when the timer fired (which may be a little late).
   const grace = reason.details.graceMs;
-  assert.ok(grace > 30 && grace <= 60, `graceMs ${grace}`);
+  assert.ok(grace <= 60, `graceMs ${grace}: never more than half the margin`);
   assert.equal(reason.details.epoch, 1);
   assert.ok(events.filter((e) => e.kind === 'renew-failed').length >= 1);
   assert.equal(events.filter((e) => e.kind === 'must-stop').length, 1);
