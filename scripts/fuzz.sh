@@ -58,16 +58,27 @@ if [ "$engine" != stable ]; then
   echo "fuzz: libFuzzer, $seconds s per target" >&2
   (cd fuzz && RUSTC_BOOTSTRAP=1 "$TOOLS/bin/cargo-fuzz" build -s none >"$logs/build.log" 2>&1) ||
     { cat "$logs/build.log" >&2; echo "fuzz: building the fuzz targets FAILED" >&2; exit 1; }
-  for t in $targets; do
+  # Two targets at a time (the machines CI runs on have two cores; each libFuzzer run uses one).
+  libfuzz() {
+    local t=$1
     mkdir -p "$logs/corpus-$t"
     if ! (cd fuzz && RUSTC_BOOTSTRAP=1 "$TOOLS/bin/cargo-fuzz" run -s none "$t" "$logs/corpus-$t" "corpus/$t" -- \
       -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
       >"$logs/libfuzzer-$t.log" 2>&1); then
       tail -n 40 "$logs/libfuzzer-$t.log" >&2
       echo "fuzz: libFuzzer FAILED for $t (input in fuzz/artifacts/$t/)" >&2
-      failed=1
+      return 1
+    fi
+  }
+  pending=()
+  for t in $targets; do
+    libfuzz "$t" & pending+=($!)
+    if [ "${#pending[@]}" -ge 2 ]; then
+      wait "${pending[0]}" || failed=1
+      pending=("${pending[@]:1}")
     fi
   done
+  for p in "${pending[@]}"; do wait "$p" || failed=1; done
 fi
 
 # 3. Executions per target.
