@@ -8,11 +8,11 @@
 //! written, so of two scopes intending one identity, exactly one takes it and the other is refused with
 //! `OWNED_BY_OTHER_SCOPE`, before it creates anything.
 //!
-//! The protocol of a ledger change (both hosts, and the simulation, carry it out as data):
+//! The protocol of a ledger change is [`ChangeMachine`]'s (every host, and the simulation, drives it):
 //! - `intend` and `record`: [`take`] on the claim cell, then the fenced `ledger-intend`/`ledger-record` on
 //!   the run's own cell. [`take`] may answer a *need* instead of a decision: the listing of the
-//!   environment's scopes (`others`), or [`facts`] read from the claiming scope's cell; the host satisfies
-//!   it and asks again (the same transaction, with the new input).
+//!   environment's scopes (`others`), or [`facts`] read from the claiming scope's cell; the machine asks the
+//!   host to read it and takes again (the same transaction, with the new input).
 //! - `forget`: the fenced `ledger-forget`, then [`free`] (the claim goes when the scope's entry went).
 //! - the handover: after the predecessor's receipt is rewritten, [`moved`] re-stamps each handed-over
 //!   claim with the successor.
@@ -36,16 +36,26 @@
 //! whose lock moved on can no longer write (fenced); a run of the claimer's scope at a later epoch must
 //! itself re-stamp the claim before its intent, and the two compare-and-swaps cannot both succeed.
 
+mod change;
+mod machine;
 mod record;
 mod status;
+mod steps;
 mod take;
+
+pub use change::{ChangeAction, ChangeAnswer, ChangeConfig, ChangeOp, Load};
+pub use machine::{ChangeMachine, MAX_ROUNDS};
 
 pub use record::{
     CLAIM_FILE, CLAIM_VERSION, CLAIMS_ENV, ClaimRecord, ClaimState, FreeRecord, claim_cell, read_claim,
     read_claim_state,
 };
 pub use status::{Conflict, conflicts};
-pub use take::{ClaimFacts, TakeRequest, facts, free, moved, take};
+pub use take::{
+    ClaimFacts, Freed, TakeAnswer, TakeNeed, TakeRequest, facts, free, free_typed, moved, take, take_typed,
+};
 
+#[cfg(test)]
+mod machine_tests;
 #[cfg(test)]
 mod tests;

@@ -80,18 +80,81 @@ fn check_cell(cell: &Cell, env: &str, res: &Resource) -> Result<(), CoreError> {
     Ok(())
 }
 
-fn need(need: Value) -> Value {
-    json!({ "changes": [], "need": need })
+/// What a take asks the host to read before it can decide ([`take_typed`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TakeNeed {
+    /// The environment's listing, read after the claim cell was at `generation`: the host lists and asks
+    /// again with `listed_at` = `generation`.
+    Others {
+        /// The claim cell's generation when the need was answered.
+        generation: u64,
+    },
+    /// The claiming scope's facts ([`facts`] on cell (`env`, `scope`) for this claim epoch); the host
+    /// reads them, then asks again *without* its listing.
+    Facts {
+        /// The claiming scope (its cell is in the run's environment).
+        scope: String,
+        /// The claim's epoch.
+        claim_epoch: u64,
+        /// The taker's scope when it lists the identity itself (see [`facts`]).
+        pending: Option<String>,
+    },
 }
 
-fn decided(outcome: &str, changes: Vec<Change>, claim: &ClaimRecord) -> Value {
-    json!({ "changes": changes, "outcome": outcome, "claim": claim })
+/// A take's answer, typed: a need, or the decision with the change that stores it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TakeAnswer {
+    /// Read this first, then ask again.
+    Need(TakeNeed),
+    /// Decided: `held`, `taken`, `restamped` or `inherited`, with the changes to commit (none for `held`
+    /// and for a dry run) and the claim as it stands after them.
+    Decided {
+        /// `held`, `taken`, `restamped` or `inherited`.
+        outcome: &'static str,
+        /// The changes to commit in the same compare-and-swap.
+        changes: Vec<Change>,
+        /// The claim.
+        claim: ClaimRecord,
+    },
+}
+
+impl TakeAnswer {
+    /// The `claim-take` answer (JSON, `core/src/api.rs`) of a take by `r`.
+    pub fn to_json(&self, r: &TakeRequest) -> Value {
+        match self {
+            Self::Need(TakeNeed::Others { generation }) => {
+                json!({ "changes": [], "need": { "type": "others", "generation": generation } })
+            }
+            Self::Need(TakeNeed::Facts { scope, claim_epoch, pending }) => json!({ "changes": [], "need": {
+                "type": "facts",
+                "cell": { "env": r.env, "scope": scope },
+                "request": { "resource": r.resource.to_value(), "claimEpoch": claim_epoch, "pending": pending },
+            } }),
+            Self::Decided { outcome, changes, claim } => {
+                json!({ "changes": changes, "outcome": outcome, "claim": claim })
+            }
+        }
+    }
+}
+
+fn need(need: TakeNeed) -> TakeAnswer {
+    TakeAnswer::Need(need)
+}
+
+fn decided(outcome: &'static str, changes: Vec<Change>, claim: &ClaimRecord) -> TakeAnswer {
+    TakeAnswer::Decided { outcome, changes, claim: claim.clone() }
 }
 
 /// `claim-take`: answers `{changes, outcome: held|taken|restamped|inherited, claim}`, or
 /// `{changes: [], need: {type: "others"} | {type: "facts", cell: {env, scope}, request}}` when it needs the
 /// listing of the environment or a read of the claiming scope's cell (`claim-facts` with `request`) first;
 /// `OWNED_BY_OTHER_SCOPE` (with `owner`) when another scope owns the identity (the rule: [`super`]).
+/// The JSON form of [`take_typed`].
+pub fn take(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError> {
+    Ok(take_typed(cell, now, r)?.to_json(r))
+}
+
+/// [`take`], typed: what the ownership change machine ([`super::ChangeMachine`]) calls.
 ///
 /// The listing must be newer than everything the decision relies on, or a pull request's inherited copy
 /// written in between is missed and the take makes a second owner (simulation seeds 33496 and 198062):
@@ -101,15 +164,17 @@ fn decided(outcome: &str, changes: Vec<Change>, claim: &ClaimRecord) -> Value {
 ///   already had (`listedAt` absent) for a cell nothing was ever claimed in; a refusal may rest on any;
 /// - a host answers `facts` by reading them and then asking again without `others`, so the listing that
 ///   judges a claim stale is read after the claimer's cell.
-pub fn take(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError> {
+pub fn take_typed(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<TakeAnswer, CoreError> {
     let mut answer = decide(cell, now, r)?;
-    if r.dry_run {
-        answer["changes"] = json!([]);
+    if r.dry_run
+        && let TakeAnswer::Decided { changes, .. } = &mut answer
+    {
+        changes.clear();
     }
     Ok(answer)
 }
 
-fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError> {
+fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<TakeAnswer, CoreError> {
     r.resource.validate()?;
     check_cell(cell, &r.env, &r.resource)?;
     let identity = r.resource.identity();
@@ -123,7 +188,7 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
     {
         return Ok(decided("held", Vec::new(), c));
     }
-    let ask_others = || need(json!({ "type": "others", "generation": generation }));
+    let ask_others = || need(TakeNeed::Others { generation });
     let Some(others) = &r.others else {
         return Ok(ask_others());
     };
@@ -133,7 +198,7 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
         Some(at) => at == generation,
         None => state == ClaimState::Never,
     };
-    let grant = |outcome: &str, record: ClaimRecord| {
+    let grant = |outcome: &'static str, record: ClaimRecord| {
         if fresh { decided(outcome, vec![record.change()], &record) } else { ask_others() }
     };
     // While this scope lists it, a pull request's inherited copy of it is this scope's (handover pending).
@@ -208,11 +273,8 @@ fn decide(cell: &Cell, now: UnixMs, r: &TakeRequest) -> Result<Value, CoreError>
     // Rule 2/3: live or stale, judged on the claimer's own cell, read for this very claim.
     let facts = r.facts.as_ref().filter(|f| f.scope == c.scope && f.claim_epoch == c.epoch);
     let Some(f) = facts else {
-        return Ok(need(json!({
-            "type": "facts",
-            "cell": { "env": r.env, "scope": c.scope },
-            "request": { "resource": r.resource.to_value(), "claimEpoch": c.epoch, "pending": pending },
-        })));
+        let pending = pending.map(str::to_owned);
+        return Ok(need(TakeNeed::Facts { scope: c.scope.clone(), claim_epoch: c.epoch, pending }));
     };
     if f.lists || f.lock_epoch == Some(c.epoch) {
         let e = owned_by_other(&r.resource, &c.scope).with("claimEpoch", c.epoch);
@@ -255,7 +317,7 @@ pub fn facts(cell: &Cell, res: &Resource, claim_epoch: u64, pending: Option<&str
 /// the cell's first write ever (generation 1: nothing was claimed there before) is then deleted, so a refused
 /// command leaves the store as it found it; no ledger ever listed the identity in between (the write was
 /// refused), so no listing can have missed anything. Otherwise a free record.
-pub fn free(
+pub fn free_typed(
     cell: &Cell,
     now: UnixMs,
     env: &str,
@@ -263,15 +325,15 @@ pub fn free(
     epoch: u64,
     res: &Resource,
     give_back: bool,
-) -> Result<Value, CoreError> {
+) -> Result<Freed, CoreError> {
     res.validate()?;
     check_cell(cell, env, res)?;
     let state = read_claim_state(cell)?;
     let Some(c) = state.claim().filter(|c| c.scope == scope && c.epoch <= epoch) else {
-        return Ok(json!({ "changes": [], "freed": false }));
+        return Ok(Freed { changes: Vec::new(), freed: false });
     };
     if give_back && c.epoch == epoch && c.generation == 1 {
-        return Ok(json!({ "changes": [Change::Delete { file: CLAIM_FILE.into() }], "freed": true }));
+        return Ok(Freed { changes: vec![Change::Delete { file: CLAIM_FILE.into() }], freed: true });
     }
     // A free record, not a delete: the generation goes on counting (see [`take`]).
     let record = FreeRecord {
@@ -283,7 +345,31 @@ pub fn free(
         at: format_iso(now),
         generation: state.generation() + 1,
     };
-    Ok(json!({ "changes": [record.change()], "freed": true }))
+    Ok(Freed { changes: vec![record.change()], freed: true })
+}
+
+/// What [`free_typed`] decided: the changes (none when there is nothing of this run's to free) and whether
+/// a claim goes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Freed {
+    /// The changes to commit.
+    pub changes: Vec<Change>,
+    /// Whether the claim is freed (or deleted).
+    pub freed: bool,
+}
+
+/// `claim-free` as JSON (`{changes, freed}`): [`free_typed`].
+pub fn free(
+    cell: &Cell,
+    now: UnixMs,
+    env: &str,
+    scope: &str,
+    epoch: u64,
+    res: &Resource,
+    give_back: bool,
+) -> Result<Value, CoreError> {
+    let freed = free_typed(cell, now, env, scope, epoch, res, give_back)?;
+    Ok(json!({ "changes": freed.changes, "freed": freed.freed }))
 }
 
 /// `claim-move`: the handover gives `from`'s claim (or a missing one) to the successor `to` at `epoch`.
