@@ -13,6 +13,7 @@ wit_bindgen::generate!({ world: "core", path: "../wit" });
 mod convert;
 mod etcd;
 mod locks;
+mod ownership;
 mod stores;
 
 use baton_core::run::json as run_json;

@@ -25,8 +25,10 @@ mod bindings {
 // sections differently); elsewhere the copying load below is the only one.
 #[cfg(target_os = "linux")]
 mod in_place;
+mod ownership;
 mod run;
 mod stores;
+pub use ownership::ChangeRef;
 pub use run::RunRef;
 pub use stores::{cell_of, change_of, code_name, code_of, wit_error};
 
@@ -37,7 +39,7 @@ use bindings::exports::baton::core::{leases as wl, locks as wlocks};
 /// The generated types of the component's typed interfaces (`wit/types.wit`, `locks.wit`, `lease.wit`,
 /// `stores.wit`, `etcd.wit`).
 pub mod wit {
-    pub use super::bindings::exports::baton::core::{etcd, leases, locks, stores, types};
+    pub use super::bindings::exports::baton::core::{etcd, leases, locks, ownership, stores, types};
 }
 
 /// The component bytes this binary was built with.
@@ -292,6 +294,11 @@ impl CoreComponent {
     pub fn etcd_retry(&mut self, request: &wit::etcd::RetryRequest) -> Result<wit::etcd::RetryDecision, HostError> {
         self.core.baton_core_etcd().call_retry(&mut self.store, request).map_err(wasm_error)?.map_err(from_wit)
     }
+}
+
+/// The component's error record as a host error (its code, message and every fact, from `json`).
+pub fn from_wit_error(e: WitError) -> HostError {
+    from_wit(e)
 }
 
 fn from_wit(e: WitError) -> HostError {

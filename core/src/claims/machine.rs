@@ -61,7 +61,7 @@ pub(crate) enum Settled {
 }
 
 /// One ownership change in progress (see the module).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ChangeMachine {
     pub(crate) config: ChangeConfig,
     claim_cell: (String, String),
@@ -128,6 +128,28 @@ impl ChangeMachine {
     /// in flight and after `Done`/`Failed` was handed out.
     pub fn poll_action(&mut self) -> Option<ChangeAction> {
         self.queued.take()
+    }
+
+    /// The core operation that decides action `id` (`claim-take`, `claim-facts`, `claim-free`,
+    /// `ledger-intend`, ..., `list` for a listing): for logs and traces.
+    pub fn operation(&self, id: u64) -> Result<&'static str, CoreError> {
+        Ok(match self.step_of(id)? {
+            Step::Take => "claim-take",
+            Step::TakeFacts { .. } | Step::OwnFacts => "claim-facts",
+            Step::Free { .. } => "claim-free",
+            Step::Write | Step::Check => self.config.op.ledger_op(),
+            Step::TakeList | Step::CheckList => "list",
+        })
+    }
+
+    /// How the claim was got (`held`, `taken`, `restamped`, `inherited`), once the take decided.
+    pub fn claimed(&self) -> Option<&'static str> {
+        self.taken
+    }
+
+    /// The change it makes.
+    pub fn config_op(&self) -> &ChangeOp {
+        &self.config.op
     }
 
     /// Whether the change is over (`Done` or `Failed` was queued).

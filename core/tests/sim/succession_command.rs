@@ -1,18 +1,18 @@
 //! The simulated command of a succession run (the adapter): what it does between `start-work` and its
 //! exit, with the holder and epoch the machine exported, and how it takes the machine's signals. Its
-//! ledger calls are the command's own (`baton ledger ...` in a real command), made through their Rust
-//! functions.
+//! ledger calls are the command's own `baton ledger check|intend|record|forget`, each driving THE
+//! ownership change machine (`claims::ChangeMachine`) as the CLI and the npm package do.
 
 use super::succession::{Act, BRANCH, CLAIM0, ENV, HOST, LATEST, MAX_KEYS, PR7, PR8, SCOPES, Sabotage};
 use super::succession_checks::{INTENT, NONE, OWNED, key_of, kinds_of, owns};
 use super::succession_host::{Ev, Op, What, Work, World};
 use super::world::Failure;
-use baton_core::CoreError;
 use baton_core::cell::Change;
-use baton_core::claims::{self, ClaimFacts, TakeRequest};
+use baton_core::claims::{self, ChangeAction, ChangeAnswer, ChangeConfig, ChangeMachine, ChangeOp, Load};
 use baton_core::lock;
 use baton_core::ownership::{self, OtherScope, Resource};
 use baton_core::run::{WorkEnd, WorkSignal};
+use baton_core::{CoreError, ErrorCode};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -21,45 +21,21 @@ pub(crate) enum Reply {
     List(Vec<OtherScope>, u64),
     Written {
         receipt: Value,
-        facts: Map<String, Value>,
     },
-    /// `claim-take` needs something first.
-    Need(Need),
-    /// `claim-take` decided (`held`, `taken`, `restamped`, `inherited`).
-    Taken(&'static str),
-    /// `claim-facts` read.
-    Facts(ClaimFacts),
-    /// `claim-free` ran.
-    Freed,
+    /// A load of the ownership change machine committed (or was read).
+    Applied,
 }
 
-/// What a `claim-take` in progress sends next: the take itself, the listing it needs, or a read of the
-/// claiming scope's cell (scope index, claim epoch).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) enum Need {
-    #[default]
-    Take,
-    /// The listing, asked for at this generation of the claim cell.
-    Others(u64),
-    /// The claimer's cell, the claim epoch, and whether the core asked to read it with this run's scope as
-    /// `pending` (it lists the key itself).
-    Facts(usize, u64, bool),
-}
-
-/// A `claim-take` in progress, as the CLI's `claim::take` loop keeps it: the needs answered so far and the
-/// takes sent (at most [`MAX_TAKES`], then `STORE_CONTENDED`).
+/// The command's `baton ledger ...` call in progress: THE ownership change machine (`claims::ChangeMachine`,
+/// what the CLI and the npm package drive), the action in flight, and what its take wrote last.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct TakeState {
-    pub(crate) others: Option<Vec<OtherScope>>,
-    /// The claim cell's generation the listing was asked for at.
-    pub(crate) listed_at: Option<u64>,
-    pub(crate) facts: Option<ClaimFacts>,
-    pub(crate) need: Need,
-    pub(crate) takes: u8,
+pub(crate) struct ChangeState {
+    pub(crate) m: Option<ChangeMachine>,
+    /// The machine's id of the action in flight, and whether it is a listing.
+    pub(crate) in_flight: Option<(u64, bool)>,
+    /// The last claim the take wrote replaced another (`takenFrom`).
+    pub(crate) taken_from: bool,
 }
-
-/// The CLI's (and Node's) `MAX_ROUNDS`.
-const MAX_TAKES: u8 = 8;
 
 pub(crate) type Outcome = Result<Reply, &'static str>;
 
@@ -67,28 +43,31 @@ pub(crate) type Outcome = Result<Reply, &'static str>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Pc {
     Idle,
-    /// Action `i`: list, then check, claim, intend, claim, record; or forget, free.
+    /// Action `i`: check (list and `ledger check`), intend (with its claim), create, record (with its
+    /// claim); or forget (with the free).
     Act(usize, Stage),
+    /// The destroy's `baton ledger forget` of its `i`-th resource (the free follows inside it).
     DestroyForget(usize),
-    /// The claim of the destroy's `i`-th resource goes after its forget.
-    DestroyFree(usize),
     Exit,
     Over,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stage {
+    /// Planning from the run's own receipt.
     List,
+    /// `baton ledger check` (the machine: list, the check, a read-only take when it creates).
     Check,
-    /// `claim-take` with its needs: before the intent (`record` false, the `baton ledger intend`), or
-    /// before the record (the `baton ledger record`, after the provider's create).
+    /// `baton ledger intend` (`record` false) or, after the provider's create, `baton ledger record`: the
+    /// machine's take with its needs, then the fenced write (and the give-back when it is refused).
     Take {
         record: bool,
     },
+    /// Sabotage only: the fenced intent or record without the machine (no claim).
     Intend,
     Record,
+    /// `baton ledger forget` (the machine: the fenced forget, then the free).
     Forget(u8),
-    Free(u8),
 }
 
 pub(crate) fn resource(key: u8) -> Resource {
@@ -229,7 +208,7 @@ impl World<'_> {
         loop {
             let rp = &plan.runs[r];
             let run = &mut self.runs[r];
-            match run.pc {
+            let op = match run.pc {
                 Pc::Idle | Pc::Over => return Ok(()),
                 Pc::Exit => {
                     let code = i32::from(run.failed || rp.fails);
@@ -241,8 +220,8 @@ impl World<'_> {
                         run.pc = Pc::Exit;
                         continue;
                     };
-                    let op = match (act, stage) {
-                        (Act::Forget, Stage::Free(k)) => Op::Free(k),
+                    match (act, stage) {
+                        (Act::Forget, Stage::Forget(k)) => self.change_step(r, k, ChangeOp::Forget)?,
                         (Act::Forget, _) => {
                             let listed: Vec<u8> = (0..MAX_KEYS as u8).filter(|k| owns(run.view[*k as usize])).collect();
                             if listed.is_empty() {
@@ -255,7 +234,7 @@ impl World<'_> {
                             self.exists[usize::from(k)] = false;
                             self.zombie[usize::from(k)] = false;
                             self.disowned[usize::from(k)] = false;
-                            Op::Forget(k)
+                            continue;
                         }
                         (Act::Rely(k), Stage::List) if !self.exists[usize::from(k)] => {
                             // Nothing to rely on: the resource does not exist (any more).
@@ -278,11 +257,14 @@ impl World<'_> {
                             run.pc = Pc::Act(i + 1, Stage::List);
                             continue;
                         }
-                        (_, Stage::List) => Op::List,
-                        (Act::Create(k), Stage::Check) => Op::Check { key: k, change: true },
-                        (Act::Rely(k), Stage::Check) => Op::Check { key: k, change: false },
+                        (_, Stage::List) => {
+                            run.pc = Pc::Act(i, Stage::Check);
+                            continue;
+                        }
+                        (Act::Create(k), Stage::Check) => self.change_step(r, k, ChangeOp::Check { change: true })?,
+                        (Act::Rely(k), Stage::Check) => self.change_step(r, k, ChangeOp::Check { change: false })?,
                         (Act::Create(k), Stage::Take { record }) => {
-                            if record && run.take.need == Need::Take && run.take.takes == 0 {
+                            if record && run.change.m.is_none() {
                                 // The provider's create (an upsert) comes before `baton ledger record`; by
                                 // a zombie when the adapter's lease had already ended.
                                 let zombie = self.runs[r].m.fencing_token(self.mono(r)).is_none();
@@ -296,142 +278,132 @@ impl World<'_> {
                                 run.pc = Pc::Act(i, if record { Stage::Record } else { Stage::Intend });
                                 continue;
                             }
-                            match run.take.need {
-                                Need::Take if run.take.takes >= MAX_TAKES => {
-                                    // The claim kept changing: `STORE_CONTENDED`, the step failed.
-                                    run.take = TakeState::default();
-                                    run.failed = true;
-                                    run.pc = Pc::Exit;
-                                    self.c.takes_contended += 1;
-                                    continue;
-                                }
-                                Need::Take => {
-                                    run.take.takes += 1;
-                                    Op::Take(k)
-                                }
-                                Need::Others(_) => Op::List,
-                                Need::Facts(scope, epoch, pending) => Op::Facts(k, scope, epoch, pending),
-                            }
+                            let op = if record {
+                                ChangeOp::Record { id: format!("id-{r}-{k}-{}", self.commits + 1) }
+                            } else {
+                                ChangeOp::Intend
+                            };
+                            self.change_step(r, k, op)?
                         }
-                        (Act::Create(k), Stage::Intend) => Op::Intend(k),
-                        (Act::Create(k), Stage::Record) => Op::Record(k),
+                        (Act::Create(k), Stage::Intend) => Some(Op::Intend(k)),
+                        (Act::Create(k), Stage::Record) => Some(Op::Record(k)),
                         (act, stage) => {
                             return Err(self.fail(HOST, format!("run-{r}: no step for {act:?} at {stage:?}")));
                         }
-                    };
-                    self.work_send(r, op);
-                    return Ok(());
+                    }
                 }
                 Pc::DestroyForget(i) => {
                     let Some(&k) = run.delete.get(i) else {
                         run.pc = Pc::Exit;
                         continue;
                     };
-                    self.exists[usize::from(k)] = false;
-                    self.zombie[usize::from(k)] = false;
-                    self.disowned[usize::from(k)] = false;
-                    self.work_send(r, Op::Forget(k));
+                    if run.change.m.is_none() {
+                        self.exists[usize::from(k)] = false;
+                        self.zombie[usize::from(k)] = false;
+                        self.disowned[usize::from(k)] = false;
+                    }
+                    self.change_step(r, k, ChangeOp::Forget)?
+                }
+            };
+            match op {
+                Some(op) => {
+                    self.work_send(r, op);
                     return Ok(());
                 }
-                Pc::DestroyFree(i) => {
-                    let k = run.delete[i];
-                    self.work_send(r, Op::Free(k));
+                // The change ended (its end is handled): the command goes on after thinking.
+                None => {
+                    if !self.runs[r].crashed {
+                        let think = self.plan.think.sample(&mut self.rng);
+                        self.schedule_step(r, think);
+                    }
                     return Ok(());
                 }
             }
         }
     }
 
-    /// What the command does with a reply.
-    pub(crate) fn on_reply(&mut self, r: usize, outcome: Outcome) -> Result<(), Failure> {
+    /// The next store operation of the run's `baton ledger` call for key `k` (its machine created with `op`
+    /// on the first call), or `None` when it ended (handled by [`Self::change_ended`]).
+    fn change_step(&mut self, r: usize, k: u8, op: ChangeOp) -> Result<Option<Op>, Failure> {
+        let scope = self.plan.runs[r].scope;
+        if self.runs[r].change.m.is_none() {
+            let (mut holder, mut epoch) = self.runs[r].fence.clone();
+            if self.plan.sabotage == Sabotage::ForgedFence
+                && let Ok(Some(l)) = lock::parse_lock(&self.cells[scope])
+            {
+                (holder, epoch) = (l.holder, l.epoch);
+            }
+            let config = ChangeConfig {
+                env: ENV.into(),
+                scope: SCOPES[scope].into(),
+                holder: Some(holder),
+                epoch: Some(epoch),
+                predecessor: predecessor(scope).map(str::to_owned),
+                resource: resource(k),
+                op,
+                owned_marker: None,
+            };
+            let m = ChangeMachine::new(config).map_err(|e| self.fail(HOST, format!("run-{r}: the change: {e}")))?;
+            self.runs[r].change.m = Some(m);
+        }
+        let change = &mut self.runs[r].change;
+        let Some(m) = change.m.as_mut() else { return Ok(None) };
+        match m.poll_action() {
+            Some(ChangeAction::Load(load)) => {
+                let name = m.operation(load.id).unwrap_or("?");
+                change.in_flight = Some((load.id, false));
+                Ok(Some(Op::Change { key: k, id: load.id, name, load: Some(load) }))
+            }
+            Some(ChangeAction::List { id, .. }) => {
+                change.in_flight = Some((id, true));
+                Ok(Some(Op::Change { key: k, id, name: "list", load: None }))
+            }
+            Some(ChangeAction::Done(answer)) => {
+                self.runs[r].change = ChangeState::default();
+                self.change_ended(r, Ok(answer))?;
+                Ok(None)
+            }
+            Some(ChangeAction::Failed(e)) => {
+                self.runs[r].change = ChangeState::default();
+                self.change_ended(r, Err(e))?;
+                Ok(None)
+            }
+            None => Err(self.fail(HOST, format!("run-{r}: the ownership change has no action"))),
+        }
+    }
+
+    /// A `baton ledger` call ended: what the adapter does with its answer.
+    fn change_ended(&mut self, r: usize, outcome: Result<ChangeAnswer, CoreError>) -> Result<(), Failure> {
         let plan = self.plan;
         let rp = &plan.runs[r];
         let pc = self.runs[r].pc;
         let next = |i: usize| Pc::Act(i + 1, Stage::List);
+        let key = |i: usize| match rp.acts[i] {
+            Act::Create(k) | Act::Rely(k) => Some(k),
+            Act::Forget => None,
+        };
+        let code = outcome.as_ref().err().map(|e| e.code.as_str());
+        if let Err(e) = &outcome {
+            if code == Some("STORE_CONTENDED") && e.message.contains("kept changing") {
+                // The claim kept changing: `STORE_CONTENDED`, the step failed.
+                self.c.takes_contended += 1;
+            }
+        }
         match (pc, outcome) {
-            (Pc::DestroyForget(i), Ok(Reply::Written { receipt, .. })) => {
+            (Pc::DestroyForget(i), Ok(a)) => {
                 let run = &mut self.runs[r];
-                run.view = kinds_of(&receipt);
-                run.pc = Pc::DestroyFree(i);
+                run.view = kinds_of(a.receipt.as_ref().unwrap_or(&Value::Null));
+                run.pc = Pc::DestroyForget(i + 1);
             }
-            (Pc::DestroyFree(i), Ok(Reply::Freed)) => self.runs[r].pc = Pc::DestroyForget(i + 1),
-            // A take's need, and its answer: the next round goes out at once (one `baton ledger` call).
-            (Pc::Act(_, Stage::Take { .. }), Ok(Reply::Need(need))) => {
-                self.runs[r].take.need = need;
-                return self.advance(r);
-            }
-            (Pc::Act(_, Stage::Take { .. }), Ok(Reply::List(list, _))) => {
-                self.c.claim_listings += 1;
-                let take = &mut self.runs[r].take;
-                take.others = Some(list);
-                take.listed_at = match take.need {
-                    Need::Others(generation) => Some(generation),
-                    _ => None,
-                };
-                take.need = Need::Take;
-                return self.advance(r);
-            }
-            (Pc::Act(_, Stage::Take { .. }), Ok(Reply::Facts(facts))) => {
-                self.c.claim_facts_read += 1;
-                let take = &mut self.runs[r].take;
-                take.facts = Some(facts);
-                // The listing a stale judgement relies on is read after the claimer's facts (the hosts'
-                // loops do the same): one read before them can miss a pull request's inherited copy
-                // written since (simulation seed 33496).
-                take.others = None;
-                take.listed_at = None;
-                take.need = Need::Take;
-                return self.advance(r);
-            }
-            (Pc::Act(i, Stage::Take { record }), Ok(Reply::Taken(outcome))) => {
-                let run = &mut self.runs[r];
-                run.take = TakeState::default();
-                if record {
-                    run.pc = Pc::Act(i, Stage::Record);
-                } else {
-                    run.pc = Pc::Act(i, Stage::Intend);
-                    run.claims_sent += 1;
-                    if rp.crash_after_claim && run.claims_sent == 1 && matches!(outcome, "taken" | "restamped") {
-                        // Killed between the claim and the intent: the claim is stale once the lock moves on.
-                        self.c.crashes_after_claim += 1;
-                        self.crash(r);
-                        return Ok(());
-                    }
-                }
-            }
-            (Pc::Act(i, Stage::Take { record }), Err("OWNED_BY_OTHER_SCOPE")) => {
-                let k = match rp.acts[i] {
-                    Act::Create(k) | Act::Rely(k) => Some(k),
-                    Act::Forget => None,
-                };
-                let run = &mut self.runs[r];
-                run.take = TakeState::default();
-                if self.plan.sabotage == Sabotage::IgnoreRefusal {
-                    run.pc = Pc::Act(i, if record { Stage::Record } else { Stage::Intend });
-                    self.note(r, What::Decide("creates anyway", k));
-                } else if record {
-                    // `baton ledger record` refused: the command fails (its intent stays for a later run).
-                    run.failed = true;
-                    run.pc = Pc::Exit;
-                } else {
-                    run.pc = next(i);
-                    self.note(r, What::Decide("skips the create of", k));
-                }
-            }
-            (Pc::Act(i, Stage::List), Ok(Reply::List(list, seq))) => {
-                let run = &mut self.runs[r];
-                run.list = list;
-                run.list_seq = seq;
-                run.pc = Pc::Act(i, Stage::Check);
-            }
-            (Pc::Act(i, Stage::Check), Ok(Reply::Written { receipt, facts })) => {
+            (Pc::Act(i, Stage::Check), Ok(a)) => {
                 let create = matches!(rp.acts[i], Act::Create(_));
+                self.c.adoptions += u64::from(!create && a.adopted);
                 let run = &mut self.runs[r];
-                if !receipt.is_null() {
-                    run.view = kinds_of(&receipt);
+                if let Some(receipt) = &a.receipt {
+                    run.view = kinds_of(receipt);
                 }
-                let relation = facts.get("relation").and_then(Value::as_str).unwrap_or("?");
-                let created_by = facts.get("createdBy").and_then(Value::as_str).unwrap_or("");
+                let relation = a.relation.as_deref().unwrap_or("?");
+                let created_by = a.created_by.as_deref().unwrap_or("");
                 run.pc = match (create, relation, created_by) {
                     (false, ..) => next(i),
                     (true, "none", _) => Pc::Act(i, Stage::Take { record: false }),
@@ -442,51 +414,88 @@ impl World<'_> {
                     }
                     (true, "own" | "inherited", _) => next(i),
                     (true, other, _) => {
-                        let detail = format!("run-{r}: ledger-check change=true answered relation {other:?}");
+                        let detail = format!("run-{r}: ledger check --change answered relation {other:?}");
                         return Err(self.fail(HOST, detail));
                     }
                 };
             }
-            (Pc::Act(i, Stage::Check), Err("OWNED_BY_OTHER_SCOPE")) => {
+            (Pc::Act(i, Stage::Check), Err(_)) if code == Some("OWNED_BY_OTHER_SCOPE") => {
                 self.c.refused_creates += 1;
-                let k = match rp.acts[i] {
-                    Act::Create(k) | Act::Rely(k) => Some(k),
-                    Act::Forget => None,
-                };
                 if self.plan.sabotage == Sabotage::IgnoreRefusal {
-                    self.note(r, What::Decide("creates anyway", k));
+                    self.note(r, What::Decide("creates anyway", key(i)));
                     self.runs[r].pc = Pc::Act(i, Stage::Intend);
                 } else {
-                    self.note(r, What::Decide("skips the create of", k));
+                    self.note(r, What::Decide("skips the create of", key(i)));
                     self.runs[r].pc = next(i);
                 }
             }
+            (Pc::Act(i, Stage::Take { record }), Ok(a)) => {
+                let run = &mut self.runs[r];
+                run.view = kinds_of(a.receipt.as_ref().unwrap_or(&Value::Null));
+                if record {
+                    run.pc = next(i);
+                } else {
+                    run.intents_sent += 1;
+                    run.pc = Pc::Act(i, Stage::Take { record: true });
+                    if rp.crash_after_intend && run.intents_sent == 1 {
+                        self.c.crashes_after_intent += 1;
+                        self.crash(r);
+                    }
+                }
+            }
+            (Pc::Act(i, Stage::Take { record }), Err(_)) if code == Some("OWNED_BY_OTHER_SCOPE") => {
+                let run = &mut self.runs[r];
+                if self.plan.sabotage == Sabotage::IgnoreRefusal {
+                    run.pc = Pc::Act(i, if record { Stage::Record } else { Stage::Intend });
+                    self.note(r, What::Decide("creates anyway", key(i)));
+                } else if record {
+                    // `baton ledger record` refused: the command fails (its intent stays for a later run).
+                    run.failed = true;
+                    run.pc = Pc::Exit;
+                } else {
+                    run.pc = next(i);
+                    self.note(r, What::Decide("skips the create of", key(i)));
+                }
+            }
+            (Pc::Act(i, Stage::Forget(_)), Ok(a)) => {
+                let run = &mut self.runs[r];
+                run.view = kinds_of(a.receipt.as_ref().unwrap_or(&Value::Null));
+                run.pc = next(i);
+            }
+            // A step failed: the command exits 1.
+            (Pc::Act(..) | Pc::DestroyForget(_), Err(_)) => {
+                let run = &mut self.runs[r];
+                run.failed = true;
+                run.pc = Pc::Exit;
+            }
+            (pc, outcome) => {
+                return Err(self.fail(HOST, format!("run-{r}: the change ended at {pc:?}: {outcome:?}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// What the command does with a reply.
+    pub(crate) fn on_reply(&mut self, r: usize, outcome: Outcome) -> Result<(), Failure> {
+        if self.runs[r].change.in_flight.is_some() {
+            return self.on_change_reply(r, outcome);
+        }
+        let pc = self.runs[r].pc;
+        let next = |i: usize| Pc::Act(i + 1, Stage::List);
+        match (pc, outcome) {
             (Pc::Act(i, Stage::Intend), Ok(Reply::Written { receipt, .. })) => {
                 let run = &mut self.runs[r];
                 run.view = kinds_of(&receipt);
-                run.intents_sent += 1;
                 run.pc = Pc::Act(i, Stage::Take { record: true });
-                if rp.crash_after_intend && run.intents_sent == 1 {
-                    self.c.crashes_after_intent += 1;
-                    self.crash(r);
-                    return Ok(());
-                }
             }
             (Pc::Act(i, Stage::Record), Ok(Reply::Written { receipt, .. })) => {
                 let run = &mut self.runs[r];
                 run.view = kinds_of(&receipt);
                 run.pc = next(i);
             }
-            (Pc::Act(i, Stage::Forget(k)), Ok(Reply::Written { receipt, .. })) => {
-                let run = &mut self.runs[r];
-                run.view = kinds_of(&receipt);
-                run.pc = Pc::Act(i, Stage::Free(k));
-            }
-            (Pc::Act(i, Stage::Free(_)), Ok(Reply::Freed)) => self.runs[r].pc = next(i),
             // A step failed: the command exits 1.
-            (Pc::Act(..) | Pc::DestroyForget(_) | Pc::DestroyFree(_), _) => {
+            (Pc::Act(..), Err(_)) => {
                 let run = &mut self.runs[r];
-                run.take = TakeState::default();
                 run.failed = true;
                 run.pc = Pc::Exit;
             }
@@ -497,6 +506,66 @@ impl World<'_> {
         let think = self.plan.think.sample(&mut self.rng);
         self.schedule_step(r, think);
         Ok(())
+    }
+
+    /// A reply to the machine's action: reported to it, and its next action goes out at once (one
+    /// `baton ledger` call). A take that just decided `taken`/`restamped` before the intent may be where
+    /// the command is killed.
+    fn on_change_reply(&mut self, r: usize, outcome: Outcome) -> Result<(), Failure> {
+        let change = &mut self.runs[r].change;
+        let (Some((id, list)), Some(m)) = (change.in_flight.take(), change.m.as_mut()) else {
+            return Err(self.fail(HOST, format!("run-{r}: a change reply without a change")));
+        };
+        let claimed_before = m.claimed();
+        let error = |code: &'static str| CoreError::new(ErrorCode::parse(code).unwrap_or(ErrorCode::Internal), code);
+        let reported = match outcome {
+            Ok(Reply::List(listing, seq)) if list => {
+                let check = matches!(self.runs[r].pc, Pc::Act(_, Stage::Check));
+                let run = &mut self.runs[r];
+                if check {
+                    run.list.clone_from(&listing);
+                    run.list_seq = seq;
+                } else {
+                    self.c.claim_listings += 1;
+                }
+                let m = self.runs[r].change.m.as_mut().expect("the machine");
+                m.handle_listing(id, Ok(listing))
+            }
+            Ok(Reply::Applied) if !list => m.handle_outcome(id, Ok(())),
+            Err(code) if list => m.handle_listing(id, Err(error(code))),
+            Err(code) => m.handle_outcome(id, Err(error(code))),
+            Ok(other) => return Err(self.fail(HOST, format!("run-{r}: a change got {other:?}"))),
+        };
+        if let Err(e) = reported {
+            return Err(self.fail(HOST, format!("run-{r}: the change refused its outcome: {e}")));
+        }
+        let claimed = self.runs[r].change.m.as_ref().and_then(ChangeMachine::claimed);
+        if claimed_before.is_none()
+            && let Some(outcome) = claimed
+        {
+            let stale = self.runs[r].change.taken_from;
+            let counter = match outcome {
+                "held" => &mut self.c.claims_held,
+                "taken" if stale => &mut self.c.stale_claims_taken,
+                "taken" => &mut self.c.claims_taken,
+                "restamped" => &mut self.c.claims_restamped,
+                _ => &mut self.c.claims_inherited,
+            };
+            *counter += 1;
+            let rp = &self.plan.runs[r];
+            let run = &mut self.runs[r];
+            if matches!(run.pc, Pc::Act(_, Stage::Take { record: false })) {
+                run.claims_sent += 1;
+                if rp.crash_after_claim && run.claims_sent == 1 && matches!(outcome, "taken" | "restamped") {
+                    // Killed between the claim and the intent: the claim is stale once the lock moves on.
+                    self.c.crashes_after_claim += 1;
+                    self.runs[r].change = ChangeState::default();
+                    self.crash(r);
+                    return Ok(());
+                }
+            }
+        }
+        self.advance(r)
     }
 
     /// A command's operation reaching the store: executed as one cell transaction at its commit time.
@@ -521,60 +590,45 @@ impl World<'_> {
         Ok(())
     }
 
-    /// The command's ledger calls, through their Rust functions (the JSON layer is the corpus's), fenced with
-    /// the holder and epoch the machine exported.
+    /// The command's operations: the machine's loads and listings, and (sabotage) its direct ledger calls
+    /// through their Rust functions, fenced with the holder and epoch the machine exported.
     pub(crate) fn work_exec(&mut self, r: usize, op: &Op) -> Result<Outcome, Failure> {
         let now_ms = self.wall(r);
         let scope = self.plan.runs[r].scope;
         let name = op.name();
-        if let Op::List = op {
-            let list = (0..3)
-                .map(|s| OtherScope { scope: SCOPES[s].into(), text: self.cells[s].file(LATEST).map(str::to_owned) })
-                .collect();
-            self.note(r, What::Commit { op: name, cell: scope, result: "read", fault: "", ledger: 0, seq: 0 });
-            return Ok(Ok(Reply::List(list, self.commits)));
-        }
         let (mut holder, mut epoch) = self.runs[r].fence.clone();
         let sender = (holder.clone(), epoch);
-        if let Op::Take(_) | Op::Facts(..) | Op::Free(_) = op {
-            return self.claim_exec(r, op, now_ms, sender);
-        }
-        if self.plan.sabotage == Sabotage::ForgedFence
-            && let Ok(Some(l)) = lock::parse_lock(&self.cells[scope])
-        {
-            (holder, epoch) = (l.holder, l.epoch);
-        }
         let cell = &self.cells[scope];
-        let answer = match op {
-            Op::Intend(k) => ownership::intend(cell, &holder, epoch, now_ms, &resource(*k))
-                .map(|w| (w.changes.clone(), w.receipt_value(), w.facts)),
-            Op::Record(k) => {
-                let id = format!("id-{r}-{k}-{}", self.commits + 1);
-                ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id, None)
-                    .map(|w| (w.changes.clone(), w.receipt_value(), w.facts))
+        let written = match op {
+            Op::Change { load: None, .. } => {
+                let list = (0..3)
+                    .map(|s| OtherScope {
+                        scope: SCOPES[s].into(),
+                        text: self.cells[s].file(LATEST).map(str::to_owned),
+                    })
+                    .collect();
+                self.note(r, What::Commit { op: name, cell: scope, result: "read", fault: "", ledger: 0, seq: 0 });
+                return Ok(Ok(Reply::List(list, self.commits)));
             }
-            Op::Forget(k) => ownership::forget(cell, &holder, epoch, now_ms, &resource(*k))
-                .map(|w| (w.changes.clone(), w.receipt_value(), w.facts)),
-            Op::Check { key, change } => ownership::check(
-                cell,
-                Some((&holder, epoch)),
-                now_ms,
-                &resource(*key),
-                *change,
-                &self.runs[r].list,
-                predecessor(scope),
-            )
-            .and_then(|mut v| {
-                let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
-                    .map_err(|e| CoreError::internal(format!("check changes: {e}")))?;
-                let receipt = v.get_mut("receipt").map(Value::take).unwrap_or(Value::Null);
-                let Value::Object(facts) = v else { return Err(CoreError::internal("check answer")) };
-                Ok((changes, receipt, facts))
-            }),
+            Op::Change { key, id, load: Some(load), .. } => {
+                return self.change_exec(r, *key, *id, load, now_ms, sender);
+            }
+            Op::Intend(k) | Op::Record(k) => {
+                if self.plan.sabotage == Sabotage::ForgedFence
+                    && let Ok(Some(l)) = lock::parse_lock(cell)
+                {
+                    (holder, epoch) = (l.holder, l.epoch);
+                }
+                let id = format!("id-{r}-{k}-{}", self.commits + 1);
+                match op {
+                    Op::Intend(_) => ownership::intend(cell, &holder, epoch, now_ms, &resource(*k)),
+                    _ => ownership::record(cell, &holder, epoch, now_ms, &resource(*k), &id, None),
+                }
+            }
             _ => return Err(self.fail(HOST, format!("run-{r}: the command does not send {name}"))),
         };
-        let (changes, receipt, facts) = match answer {
-            Ok(a) => a,
+        let w = match written {
+            Ok(w) => w,
             Err(e) => {
                 let code = e.code.as_str();
                 if code == "INTERNAL" || code == "USAGE" {
@@ -585,145 +639,105 @@ impl World<'_> {
                 return Ok(Err(code));
             }
         };
-        if changes.is_empty() {
-            self.note(
-                r,
-                What::Commit { op: name, cell: scope, result: "ok (nothing to write)", fault: "", ledger: 0, seq: 0 },
-            );
-        } else {
-            self.observe_write(r, scope, op, &changes, &receipt, (&sender.0, sender.1))?;
-        }
-        if matches!(op, Op::Check { change: false, .. }) && facts.get("adopted") == Some(&Value::Bool(true)) {
-            self.c.adoptions += 1;
-        }
-        Ok(Ok(Reply::Written { receipt, facts }))
-    }
-}
-
-impl World<'_> {
-    /// The adapter's claim calls (`claim-take`, `claim-facts`, `claim-free`), through their Rust functions,
-    /// as the run (`sender`: the exported holder and epoch) makes them.
-    fn claim_exec(&mut self, r: usize, op: &Op, now_ms: i64, sender: (String, u64)) -> Result<Outcome, Failure> {
-        let scope = self.plan.runs[r].scope;
-        let name = op.name();
-        let fail = |w: &Self, e: CoreError| w.fail(HOST, format!("run-{r}: {name} answered {}: {e}", e.code.as_str()));
-        match *op {
-            Op::Facts(k, s, epoch, pending) => {
-                let pending = pending.then_some(SCOPES[scope]);
-                let facts = claims::facts(&self.cells[s], &resource(k), epoch, pending).map_err(|e| fail(self, e))?;
-                self.note(r, What::Commit { op: name, cell: s, result: "read", fault: "", ledger: 0, seq: 0 });
-                Ok(Ok(Reply::Facts(facts)))
-            }
-            Op::Free(k) => {
-                let c = CLAIM0 + usize::from(k);
-                let answer = claims::free(&self.cells[c], now_ms, ENV, SCOPES[scope], sender.1, &resource(k), false)
-                    .map_err(|e| fail(self, e))?;
-                let freed = answer["freed"] == Value::Bool(true);
-                self.c.claims_freed += u64::from(freed);
-                self.c.frees_noop += u64::from(!freed);
-                let result = if freed { "freed" } else { "ok (not this run's claim)" };
-                self.apply_claim(r, c, name, &answer, result)?;
-                Ok(Ok(Reply::Freed))
-            }
-            Op::Take(k) => {
-                let c = CLAIM0 + usize::from(k);
-                let take = std::mem::take(&mut self.runs[r].take);
-                let request = TakeRequest {
-                    env: ENV.into(),
-                    scope: SCOPES[scope].into(),
-                    holder: sender.0,
-                    epoch: sender.1,
-                    resource: resource(k),
-                    predecessor: predecessor(scope).map(str::to_owned),
-                    others: take.others,
-                    listed_at: take.listed_at,
-                    facts: take.facts,
-                    dry_run: false,
-                };
-                let answer = claims::take(&self.cells[c], now_ms, &request);
-                self.runs[r].take =
-                    TakeState { others: request.others, listed_at: request.listed_at, facts: request.facts, ..take };
-                let answer = match answer {
-                    Ok(a) => a,
-                    Err(e) if e.code.as_str() == "OWNED_BY_OTHER_SCOPE" => {
-                        let live = e.details.contains_key("claimEpoch");
-                        self.c.refused_by_live_claim += u64::from(live);
-                        self.c.refused_by_ledger += u64::from(!live);
-                        let result = if live { "OWNED_BY_OTHER_SCOPE (a live claim)" } else { "OWNED_BY_OTHER_SCOPE" };
-                        self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
-                        return Ok(Err("OWNED_BY_OTHER_SCOPE"));
-                    }
-                    // A newer run of this scope claimed it: this run's lease was taken over (as a fenced write's).
-                    Err(e) if e.code.as_str() == "LOCK_LOST" => {
-                        self.c.writes_refused += 1;
-                        self.note(
-                            r,
-                            What::Commit { op: name, cell: c, result: "LOCK_LOST", fault: "", ledger: 0, seq: 0 },
-                        );
-                        return Ok(Err("LOCK_LOST"));
-                    }
-                    Err(e) => return Err(fail(self, e)),
-                };
-                if let Some(need) = answer.get("need") {
-                    let need = match need["type"].as_str() {
-                        Some("others") => Need::Others(need["generation"].as_u64().unwrap_or(0)),
-                        Some("facts") => {
-                            let owner = need["cell"]["scope"].as_str().unwrap_or_default();
-                            let Some(s) = SCOPES.iter().position(|x| *x == owner) else {
-                                return Err(self.fail(HOST, format!("run-{r}: claim-take needs facts of {need}")));
-                            };
-                            let pending = need["request"]["pending"].as_str() == Some(SCOPES[scope]);
-                            Need::Facts(s, need["request"]["claimEpoch"].as_u64().unwrap_or(0), pending)
-                        }
-                        _ => return Err(self.fail(HOST, format!("run-{r}: claim-take needs {need}"))),
-                    };
-                    let result =
-                        if matches!(need, Need::Others(_)) { "needs the listing" } else { "needs the claimer's facts" };
-                    self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
-                    return Ok(Ok(Reply::Need(need)));
-                }
-                let stale = answer["claim"].get("takenFrom").is_some();
-                let outcome = match answer["outcome"].as_str() {
-                    Some("held") => "held",
-                    Some("taken") => "taken",
-                    Some("restamped") => "restamped",
-                    Some("inherited") => "inherited",
-                    other => return Err(self.fail(HOST, format!("run-{r}: claim-take decided {other:?}"))),
-                };
-                let counter = match outcome {
-                    "held" => &mut self.c.claims_held,
-                    "taken" if stale => &mut self.c.stale_claims_taken,
-                    "taken" => &mut self.c.claims_taken,
-                    "restamped" => &mut self.c.claims_restamped,
-                    _ => &mut self.c.claims_inherited,
-                };
-                *counter += 1;
-                let result = if stale { "taken (a stale claim)" } else { outcome };
-                self.apply_claim(r, c, name, &answer, result)?;
-                Ok(Ok(Reply::Taken(outcome)))
-            }
-            _ => Err(self.fail(HOST, format!("run-{r}: {name} is not a claim call"))),
-        }
+        let receipt = w.receipt_value();
+        self.observe_write(r, scope, op, &w.changes, &receipt, (&sender.0, sender.1))?;
+        Ok(Ok(Reply::Written { receipt }))
     }
 
-    /// Applies a claim transaction's `changes` to claim cell `c` (one compare-and-swap at this commit).
-    fn apply_claim(
+    /// One load of the run's ownership change machine: `apply` on the cell as it is at this commit, its
+    /// changes committed in the same step (one compare-and-swap), through the checks of what lands.
+    fn change_exec(
         &mut self,
         r: usize,
-        c: usize,
-        name: &'static str,
-        answer: &Value,
-        result: &'static str,
-    ) -> Result<(), Failure> {
-        let changes: Vec<Change> = match serde_json::from_value(answer["changes"].clone()) {
-            Ok(ch) => ch,
-            Err(e) => return Err(self.fail(HOST, format!("run-{r}: the changes of {name} do not parse: {e}"))),
+        k: u8,
+        id: u64,
+        load: &Load,
+        now_ms: i64,
+        sender: (String, u64),
+    ) -> Result<Outcome, Failure> {
+        let scope = self.plan.runs[r].scope;
+        let claim = load.env == claims::CLAIMS_ENV;
+        let c = if claim {
+            CLAIM0 + usize::from(k)
+        } else {
+            match SCOPES.iter().position(|s| *s == load.scope) {
+                Some(c) => c,
+                None => return Err(self.fail(HOST, format!("run-{r}: the change loads {}/{}", load.env, load.scope))),
+            }
         };
-        self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
-        if changes.is_empty() {
-            return Ok(());
+        let Some(m) = self.runs[r].change.m.as_mut() else {
+            return Err(self.fail(HOST, format!("run-{r}: a load without a change")));
+        };
+        let name = m.operation(id).unwrap_or("?");
+        let op_kind = m.config_op().clone();
+        let applied = m.apply(id, &self.cells[c], now_ms);
+        let changes = match applied {
+            Ok(changes) => changes,
+            Err(e) => {
+                let code = e.code.as_str();
+                if code == "INTERNAL" || code == "USAGE" {
+                    return Err(self.fail(HOST, format!("run-{r}: {name} answered {code}: {e}")));
+                }
+                self.c.writes_refused += u64::from(code == "LOCK_LOST");
+                let live = e.details.contains_key("claimEpoch");
+                if name == "claim-take" && code == "OWNED_BY_OTHER_SCOPE" {
+                    self.c.refused_by_live_claim += u64::from(live);
+                    self.c.refused_by_ledger += u64::from(!live);
+                }
+                let result = if live { "OWNED_BY_OTHER_SCOPE (a live claim)" } else { code };
+                self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
+                return Ok(Err(code));
+            }
+        };
+        if !load.write && !changes.is_empty() {
+            return Err(self.fail(HOST, format!("run-{r}: the read {name} answered changes")));
         }
-        self.cells[c].apply(&changes);
-        self.claim_landed(c)
+        if name == "claim-facts" {
+            self.c.claim_facts_read += 1;
+        }
+        if claim {
+            let written = changes.iter().find_map(|ch| match ch {
+                Change::Write { content, .. } => serde_json::from_str::<Value>(content).ok(),
+                Change::Delete { .. } => None,
+            });
+            if name == "claim-take" {
+                self.runs[r].change.taken_from = written.as_ref().is_some_and(|w| w.get("takenFrom").is_some());
+            }
+            if name == "claim-free" {
+                let freed = !changes.is_empty();
+                self.c.claims_freed += u64::from(freed);
+                self.c.frees_noop += u64::from(!freed);
+            }
+            let result = if changes.is_empty() { "ok (nothing to write)" } else { "written" };
+            self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
+            if !changes.is_empty() {
+                self.cells[c].apply(&changes);
+                self.claim_landed(c)?;
+            }
+            return Ok(Ok(Reply::Applied));
+        }
+        if changes.is_empty() {
+            let result = if load.write { "ok (nothing to write)" } else { "read" };
+            self.note(r, What::Commit { op: name, cell: c, result, fault: "", ledger: 0, seq: 0 });
+            return Ok(Ok(Reply::Applied));
+        }
+        if c != scope {
+            return Err(self.fail(HOST, format!("run-{r}: the change wrote {}", SCOPES[c])));
+        }
+        let op = match op_kind {
+            ChangeOp::Intend => Op::Intend(k),
+            ChangeOp::Record { .. } => Op::Record(k),
+            ChangeOp::Forget => Op::Forget(k),
+            ChangeOp::Check { change } => Op::Check { key: k, change },
+        };
+        let receipt = changes
+            .iter()
+            .find_map(|ch| match ch {
+                Change::Write { file, content } if file == LATEST => serde_json::from_str::<Value>(content).ok(),
+                _ => None,
+            })
+            .unwrap_or(Value::Null);
+        self.observe_write(r, scope, &op, &changes, &receipt, (&sender.0, sender.1))?;
+        Ok(Ok(Reply::Applied))
     }
 }

@@ -9,7 +9,7 @@ use super::succession::{
     SuccessionPlan, WALL0, cell_name,
 };
 use super::succession_checks::{ADOPTED, NONE, encode, key_of, ledger_str};
-use super::succession_command::{Outcome, Pc, TakeState};
+use super::succession_command::{ChangeState, Outcome, Pc};
 use super::world::Failure;
 use baton_core::CoreError;
 use baton_core::cell::{Cell, Change};
@@ -31,8 +31,6 @@ const EVENT_LIMIT: u64 = 200_000;
 /// asked for, as the checks name it.
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
-    /// Every scope's `latest.json` (the command's `store.list`).
-    List,
     Check {
         key: u8,
         change: bool,
@@ -40,12 +38,14 @@ pub(crate) enum Op {
     Intend(u8),
     Record(u8),
     Forget(u8),
-    /// `claim-take` on the key's claim cell, with what the run's take has gathered so far.
-    Take(u8),
-    /// `claim-facts`: a read of the claiming scope's cell (scope index, claim epoch) for a take.
-    Facts(u8, usize, u64, bool),
-    /// `claim-free` on the key's claim cell after a forget.
-    Free(u8),
+    /// An action of the run's ownership change machine for the key: a load (`claim-take`, `claim-facts`,
+    /// `claim-free`, the fenced ledger write or check) or a listing (`load` none); `id` is the machine's.
+    Change {
+        key: u8,
+        id: u64,
+        name: &'static str,
+        load: Option<baton_core::claims::Load>,
+    },
     Begin,
     DestroyPlan,
     Finish,
@@ -58,15 +58,12 @@ pub(crate) enum Op {
 impl Op {
     pub(crate) fn name(&self) -> &'static str {
         match self {
-            Self::List => "list",
             Self::Check { change: true, .. } => "ledger-check change",
             Self::Check { change: false, .. } => "ledger-check rely",
             Self::Intend(_) => "ledger-intend",
             Self::Record(_) => "ledger-record",
             Self::Forget(_) => "ledger-forget",
-            Self::Take(_) => "claim-take",
-            Self::Facts(..) => "claim-facts",
-            Self::Free(_) => "claim-free",
+            Self::Change { name, .. } => name,
             Self::Begin => "run-begin",
             Self::DestroyPlan => "destroy-plan",
             Self::Finish => "run-finish",
@@ -80,9 +77,7 @@ impl Op {
             | Self::Intend(key)
             | Self::Record(key)
             | Self::Forget(key)
-            | Self::Take(key)
-            | Self::Facts(key, ..)
-            | Self::Free(key) => Some(*key),
+            | Self::Change { key, .. } => Some(*key),
             _ => None,
         }
     }
@@ -191,8 +186,8 @@ pub(crate) struct Run {
     pub(crate) delete: Vec<u8>,
     pub(crate) intents_sent: u32,
     pub(crate) claims_sent: u32,
-    /// The `claim-take` in progress: its gathered needs and rounds.
-    pub(crate) take: TakeState,
+    /// The `baton ledger` call in progress (the ownership change machine).
+    pub(crate) change: ChangeState,
     pub(crate) failed: bool,
 }
 
@@ -401,7 +396,7 @@ impl<'p> World<'p> {
                 delete: Vec::new(),
                 intents_sent: 0,
                 claims_sent: 0,
-                take: TakeState::default(),
+                change: ChangeState::default(),
                 failed: false,
             });
             w.c.runs += 1;

@@ -1,9 +1,10 @@
 //! `baton ledger ...`, `baton receipt ...` and `baton status`: what a scope owns, and fenced changes to it.
 
-use super::claim::{self, Claimer};
+use super::claim;
 use super::lock::{Target, data, required_fence, target};
 use crate::cli::{LedgerArgs, ReceiptShowArgs, StatusArgs, TargetArgs};
 use crate::engine::CoreComponent;
+use crate::engine::wit::ownership as wo;
 use crate::error::HostError;
 use crate::output::{Outcome, note};
 use serde_json::{Value, json};
@@ -18,59 +19,57 @@ fn resource(args: &LedgerArgs) -> Result<Value, HostError> {
     )
 }
 
-/// `baton ledger intend|record|forget`: one fenced transaction on the scope's receipt.
+/// `baton ledger intend|record|forget`: one ownership change (the core's `change` machine: the claim first
+/// for intend and record, the fenced write, the claim given back on a refusal, freed after a forget).
 pub fn change(core: &mut CoreComponent, args: &LedgerArgs, op: &str) -> Outcome {
     let (holder, epoch) = required_fence(&args.fence, "changing the ledger")?;
     let res = resource(args)?;
     let t = target(core, &args.target)?;
-    let id = args.id.clone();
-    // The claim first (intend, record): of two scopes creating one resource, exactly one gets past here.
+    let change_op = match op {
+        "ledger-intend" => wo::ChangeOp::Intend,
+        "ledger-record" => wo::ChangeOp::Record(args.id.clone().unwrap_or_default()),
+        _ => wo::ChangeOp::Forget,
+    };
     let pred = predecessor(core, &t)?;
-    let who = Claimer {
-        store: &t.store,
-        env: &t.env,
-        scope: &t.scope,
-        holder: &holder,
-        epoch,
-        predecessor: &pred,
-        resource: &res,
-    };
-    let taken = if op == "ledger-forget" { None } else { Some(claim::take(core, &who, false, None)?) };
+    let mut config = change_config(args, &t, &res, pred, change_op);
+    (config.holder, config.epoch) = (Some(holder), Some(epoch));
     // The marker an entry that becomes owned is written with (the core judges it): docs/compatibility.md.
-    let marker = std::env::var("BATON_CREATED_BY").ok();
-    let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
-        core.invoke(
-            op,
-            &json!({ "cell": cell, "holder": holder, "epoch": epoch, "nowMs": now, "resource": res, "id": id, "ownedMarker": marker }),
-        )
-    });
-    let answer = match answer {
-        Ok(a) => a,
-        Err(e) => {
-            // Refused (LOCK_LOST, RECEIPT_CORRUPT, ...): a claim this call took is given back, so a run that no
-            // longer holds its lease leaves nothing behind (unless the write landed after all).
-            if taken.as_ref().is_some_and(|c| c["outcome"] == "taken") {
-                claim::give_back(core, &who, &e.code);
-            }
-            return Err(e);
-        }
-    };
-    // The claim goes when the entry went (a claim left by a crash here is stale once the lock moves on).
-    if op == "ledger-forget"
-        && let Err(e) = claim::free(core, &who)
-    {
-        // The entry is gone; the claim goes stale by itself once this run's lock moves on.
-        note(format!("warning: could not free the ownership claim of {}:{}: {}", args.adapter, args.key, e.message));
+    config.owned_marker = std::env::var("BATON_CREATED_BY").ok();
+    let answer = claim::change(core, &t.store, &config)?;
+    for w in &answer.warnings {
+        note(format!("warning: {w}"));
     }
     if !args.target.json {
         let verb = op.trim_start_matches("ledger-");
         note(format!("{verb}: {}:{} in {}/{} (epoch {epoch})", args.adapter, args.key, t.env, t.scope));
     }
-    let mut fields = vec![("resource", res), ("ledger", answer["receipt"]["ledger"].clone())];
-    if let Some(f) = answer.get("forgotten") {
-        fields.push(("forgotten", f.clone()));
+    let receipt: Value = answer.receipt.as_deref().and_then(|r| serde_json::from_str(r).ok()).unwrap_or(Value::Null);
+    let mut fields = vec![("resource", res), ("ledger", receipt["ledger"].clone())];
+    if let Some(f) = answer.forgotten {
+        fields.push(("forgotten", f.into()));
     }
     Ok(data(&t, fields))
+}
+
+/// The change of the resource named by the flags (`res`, as [`resource`] read it), without a fence.
+fn change_config(args: &LedgerArgs, t: &Target, res: &Value, pred: Value, op: wo::ChangeOp) -> wo::ChangeConfig {
+    wo::ChangeConfig {
+        env: t.env.clone(),
+        scope: t.scope.clone(),
+        holder: None,
+        epoch: None,
+        predecessor: pred.as_str().map(str::to_owned),
+        resource: wo::Resource {
+            adapter: args.adapter.clone(),
+            key: args.key.clone(),
+            provider: res["provider"].to_string(),
+            op: None,
+            label: args.label.clone(),
+            parent: args.parent.clone(),
+        },
+        op,
+        owned_marker: None,
+    }
 }
 
 fn predecessor(core: &mut CoreComponent, t: &Target) -> Result<Value, HostError> {
@@ -81,47 +80,28 @@ fn predecessor(core: &mut CoreComponent, t: &Target) -> Result<Value, HostError>
 
 /// `baton ledger check`: relies on (or with `--change`, would change) a resource; `OWNED_BY_OTHER_SCOPE`
 /// when another scope owns it. Relying on a foreign resource records it as adopted when a holder is given.
+/// The core's `change` machine: the listing, the ledger check, and with `--change` a read-only take.
 pub fn check(core: &mut CoreComponent, args: &LedgerArgs) -> Outcome {
     let res = resource(args)?;
     let t = target(core, &args.target)?;
-    let others = t.store.list(core, &t.env)?;
     let pred = predecessor(core, &t)?;
-    let holder = args.fence.holder.clone().filter(|h| !h.trim().is_empty());
-    let epoch = args.fence.epoch;
-    let request = |cell: Value, now: i64| json!({ "cell": cell, "holder": holder, "epoch": epoch, "nowMs": now, "resource": res, "change": args.change, "others": others, "predecessor": pred });
-    let answer = if holder.is_some() && epoch.is_some() {
-        t.store.transact(core, &t.env, &t.scope, |core, cell, now| core.invoke("ledger-check", &request(cell, now)))?
-    } else {
-        t.store.read(core, &t.env, &t.scope, |core, cell, now| core.invoke("ledger-check", &request(cell, now)))?
+    let mut config = change_config(args, &t, &res, pred, wo::ChangeOp::Check(args.change));
+    config.holder = args.fence.holder.clone().filter(|h| !h.trim().is_empty());
+    config.epoch = args.fence.epoch;
+    let answer = claim::change(core, &t.store, &config)?;
+    let relation = match answer.relation {
+        Some(wo::Relation::Own) => "own",
+        Some(wo::Relation::Inherited) => "inherited",
+        Some(wo::Relation::Foreign) => "foreign",
+        Some(wo::Relation::None) | None => "none",
     };
-    // A change must also get past the claim (read only here: `ledger intend` takes it).
-    if args.change {
-        let h = holder.clone().unwrap_or_default();
-        let who = Claimer {
-            store: &t.store,
-            env: &t.env,
-            scope: &t.scope,
-            holder: &h,
-            epoch: epoch.unwrap_or(0),
-            predecessor: &pred,
-            resource: &res,
-        };
-        claim::take(core, &who, true, Some(&others))?;
-    }
     if !args.target.json {
-        let owner = answer["owner"].as_str().map(|o| format!(" (owned by `{o}`)")).unwrap_or_default();
-        note(format!(
-            "{}:{} is {}{owner} for {}/{}",
-            args.adapter,
-            args.key,
-            answer["relation"].as_str().unwrap_or("?"),
-            t.env,
-            t.scope
-        ));
+        let owner = answer.owner.as_ref().map(|o| format!(" (owned by `{o}`)")).unwrap_or_default();
+        note(format!("{}:{} is {relation}{owner} for {}/{}", args.adapter, args.key, t.env, t.scope));
     }
-    let mut fields =
-        vec![("resource", res), ("relation", answer["relation"].clone()), ("owner", answer["owner"].clone())];
-    fields.push(("adopted", answer.get("adopted").cloned().unwrap_or(false.into())));
+    let owner = answer.owner.map_or(Value::Null, Value::String);
+    let fields =
+        vec![("resource", res), ("relation", relation.into()), ("owner", owner), ("adopted", answer.adopted.into())];
     Ok(data(&t, fields))
 }
 
