@@ -143,18 +143,6 @@ impl Guest for Component {
     fn run_finish(request: String) -> Result<String, Error> {
         call("run-finish", request)
     }
-    fn ledger_intend(request: String) -> Result<String, Error> {
-        call("ledger-intend", request)
-    }
-    fn ledger_record(request: String) -> Result<String, Error> {
-        call("ledger-record", request)
-    }
-    fn ledger_forget(request: String) -> Result<String, Error> {
-        call("ledger-forget", request)
-    }
-    fn ledger_check(request: String) -> Result<String, Error> {
-        call("ledger-check", request)
-    }
     fn handover(request: String) -> Result<String, Error> {
         call("handover", request)
     }
@@ -180,18 +168,6 @@ impl Guest for Component {
     }
     fn cell_files() -> Vec<String> {
         baton_core::cell::STATE_FILES.iter().map(|f| (*f).to_owned()).collect()
-    }
-    fn claim_cell(request: String) -> Result<String, Error> {
-        call("claim-cell", request)
-    }
-    fn claim_take(request: String) -> Result<String, Error> {
-        call("claim-take", request)
-    }
-    fn claim_facts(request: String) -> Result<String, Error> {
-        call("claim-facts", request)
-    }
-    fn claim_free(request: String) -> Result<String, Error> {
-        call("claim-free", request)
     }
     fn claim_move(request: String) -> Result<String, Error> {
         call("claim-move", request)

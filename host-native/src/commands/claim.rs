@@ -61,7 +61,7 @@ fn listed(v: &Value) -> wo::ListedScope {
 }
 
 /// A change as the stores commit it (`{op, file, content?}`).
-fn change_json(c: &Change) -> Value {
+pub fn change_json(c: &Change) -> Value {
     match c {
         Change::Write(f) => json!({ "op": "write", "file": f.name, "content": f.content }),
         Change::Delete(file) => json!({ "op": "delete", "file": file }),
