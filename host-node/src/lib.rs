@@ -209,3 +209,69 @@ impl Run {
         self.0.is_finished()
     }
 }
+
+/// One ownership change (`baton_core::claims::ChangeMachine`): a ledger change with its claim, the protocol
+/// decided in the core. The JS loop (`js/claim.cjs`) carries out its actions on the package's stores, which
+/// run core operations by name: a load comes with the operation and request that decide it
+/// (`store.transact(cell, op, request)`), and its answer is reported back. Plain objects both ways.
+#[wasm_bindgen]
+pub struct Ownership(baton_core::claims::ChangeMachine);
+
+fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: &JsValue) -> Result<T, JsValue> {
+    let json = request::json_of(value).map_err(|e| core_error(baton_core::CoreError::internal(format!("{what}: {e}"))))?;
+    serde_json::from_value(json)
+        .map_err(|e| core_error(baton_core::CoreError::usage(format!("{what} is not valid: {e}"))))
+}
+
+/// `{ok: value}` or `{error: {code, message, ...details}}` as the core's result.
+fn outcome_of(value: &JsValue) -> Result<Result<serde_json::Value, baton_core::CoreError>, JsValue> {
+    let mut v = request::json_of(value)
+        .map_err(|e| core_error(baton_core::CoreError::internal(format!("an outcome: {e}"))))?;
+    match v.get_mut("error").map(serde_json::Value::take) {
+        Some(serde_json::Value::Object(e)) => Ok(Err(baton_core::CoreError::from_json(e))),
+        _ => Ok(Ok(v.get_mut("ok").map(serde_json::Value::take).unwrap_or_default())),
+    }
+}
+
+#[wasm_bindgen]
+impl Ownership {
+    /// Creates the change from `{env, scope, holder?, epoch?, predecessor?, resource, op: {type: intend |
+    /// record (id) | forget | check (change)}, ownedMarker?}`; throws USAGE for a bad one.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: JsValue) -> Result<Self, JsValue> {
+        let config: baton_core::claims::ChangeConfig = from_js("the ownership change", &config)?;
+        baton_core::claims::ChangeMachine::new(config).map(Self).map_err(core_error)
+    }
+    /// The next action, or `undefined`: `{type: 'load', id, env, scope, write, op, request}`, `{type:
+    /// 'list', id, env}`, `{type: 'done', answer}` or `{type: 'failed', error}` (the error object).
+    #[wasm_bindgen(js_name = pollAction)]
+    pub fn poll_action(&mut self) -> Result<JsValue, JsValue> {
+        use baton_core::claims::ChangeAction;
+        use serde_json::json;
+        let action = match self.0.poll_action() {
+            None => return Ok(JsValue::UNDEFINED),
+            Some(ChangeAction::Load(l)) => {
+                let (op, request) = self.0.json_request(l.id).map_err(core_error)?;
+                json!({ "type": "load", "id": l.id, "env": l.env, "scope": l.scope, "write": l.write, "op": op, "request": request })
+            }
+            Some(ChangeAction::List { id, env }) => json!({ "type": "list", "id": id, "env": env }),
+            Some(ChangeAction::Done(answer)) => json!({ "type": "done", "answer": answer }),
+            Some(ChangeAction::Failed(e)) => json!({ "type": "failed", "error": e.to_json() }),
+        };
+        to_js(&action)
+    }
+    /// Reports load `id`: `{ok: the operation's answer}` or `{error}`.
+    #[wasm_bindgen(js_name = handleAnswer)]
+    pub fn handle_answer(&mut self, id: f64, outcome: JsValue) -> Result<(), JsValue> {
+        let outcome = outcome_of(&outcome)?;
+        self.0.handle_answer(ms(id)?, outcome).map_err(core_error)
+    }
+    /// Reports listing `id`: `{ok: [{scope, text}]}` or `{error}`.
+    #[wasm_bindgen(js_name = handleListing)]
+    pub fn handle_listing(&mut self, id: f64, outcome: JsValue) -> Result<(), JsValue> {
+        let listing = outcome_of(&outcome)?.and_then(|v| {
+            serde_json::from_value(v).map_err(|e| baton_core::CoreError::internal(format!("a listing: {e}")))
+        });
+        self.0.handle_listing(ms(id)?, listing).map_err(core_error)
+    }
+}
