@@ -114,7 +114,7 @@ pub enum TakeAnswer {
         /// The changes to commit in the same compare-and-swap.
         changes: Vec<Change>,
         /// The claim.
-        claim: ClaimRecord,
+        claim: Box<ClaimRecord>,
     },
 }
 
@@ -142,7 +142,7 @@ fn need(need: TakeNeed) -> TakeAnswer {
 }
 
 fn decided(outcome: &'static str, changes: Vec<Change>, claim: &ClaimRecord) -> TakeAnswer {
-    TakeAnswer::Decided { outcome, changes, claim: claim.clone() }
+    TakeAnswer::Decided { outcome, changes, claim: Box::new(claim.clone()) }
 }
 
 /// `claim-take`: answers `{changes, outcome: held|taken|restamped|inherited, claim}`, or

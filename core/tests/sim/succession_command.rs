@@ -383,11 +383,12 @@ impl World<'_> {
             Act::Forget => None,
         };
         let code = outcome.as_ref().err().map(|e| e.code.as_str());
-        if let Err(e) = &outcome {
-            if code == Some("STORE_CONTENDED") && e.message.contains("kept changing") {
-                // The claim kept changing: `STORE_CONTENDED`, the step failed.
-                self.c.takes_contended += 1;
-            }
+        if let Err(e) = &outcome
+            && code == Some("STORE_CONTENDED")
+            && e.message.contains("kept changing")
+        {
+            // The claim kept changing: `STORE_CONTENDED`, the step failed.
+            self.c.takes_contended += 1;
         }
         match (pc, outcome) {
             (Pc::DestroyForget(i), Ok(a)) => {

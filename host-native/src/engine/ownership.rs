@@ -34,7 +34,7 @@ impl CoreComponent {
         let outcome = outcome.map_err(|e| wit_error(&e));
         let o = self.core.baton_core_ownership();
         o.change()
-            .call_handle_outcome(&mut self.store, c.0, id, outcome.as_ref().map(|()| ()))
+            .call_handle_outcome(&mut self.store, c.0, id, outcome.as_ref().err().map_or(Ok(()), Err))
             .map_err(wasm_error)?
             .map_err(from_wit)
     }
