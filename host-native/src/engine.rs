@@ -27,7 +27,7 @@ mod bindings {
 mod in_place;
 mod run;
 mod stores;
-pub use run::RunRef;
+pub use run::{RunRef, change_json, run_config, run_context};
 pub use stores::{cell_of, change_of, code_name, code_of, wit_error};
 
 use bindings::Core;
@@ -35,9 +35,9 @@ use bindings::exports::baton::core::types::Error as WitError;
 use bindings::exports::baton::core::{leases as wl, locks as wlocks};
 
 /// The generated types of the component's typed interfaces (`wit/types.wit`, `locks.wit`, `lease.wit`,
-/// `stores.wit`, `etcd.wit`).
+/// `stores.wit`, `etcd.wit`, `run.wit`).
 pub mod wit {
-    pub use super::bindings::exports::baton::core::{etcd, leases, locks, stores, types};
+    pub use super::bindings::exports::baton::core::{etcd, leases, locks, runs, stores, types};
 }
 
 /// The component bytes this binary was built with.
@@ -294,7 +294,8 @@ impl CoreComponent {
     }
 }
 
-fn from_wit(e: WitError) -> HostError {
+/// The host error of a core refusal: every fact its `json` carries.
+pub fn from_wit(e: WitError) -> HostError {
     match serde_json::from_str::<Value>(&e.json) {
         Ok(Value::Object(obj)) => HostError::from_json(obj),
         _ => HostError::internal(e.message),

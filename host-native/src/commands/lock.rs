@@ -71,14 +71,14 @@ pub async fn acquire(core: CoreComponent, args: &AcquireArgs) -> (CoreComponent,
         Ok(t) => t,
         Err(e) => return (core, Err(e)),
     };
-    let mut config = match super::run_config("acquire", &args.lease, None) {
+    let mut config = match super::run_config(crate::engine::wit::runs::Job::Acquire, &args.lease, None) {
         Ok(c) => c,
         Err(e) => return (core, Err(e)),
     };
-    config["context"] = t.context.clone();
-    config["approvedBy"] = json!(args.approved_by);
-    config["holder"] = json!(args.holder);
-    let (core, verdict) = crate::driver::drive(core, t.store.clone(), &config, None).await;
+    config.context = Some(crate::engine::run_context(&t.context));
+    config.approved_by.clone_from(&args.approved_by);
+    config.holder.clone_from(&args.holder);
+    let (core, verdict) = crate::driver::drive(core, t.store.clone(), config, None).await;
     let outcome = match verdict.error {
         Some(e) => Err(e),
         None => {
