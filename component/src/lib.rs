@@ -53,21 +53,6 @@ impl Guest for Component {
     fn store_spec(request: String) -> Result<String, Error> {
         call("store-spec", request)
     }
-    fn lock_acquire(request: String) -> Result<String, Error> {
-        call("lock-acquire", request)
-    }
-    fn lock_renew(request: String) -> Result<String, Error> {
-        call("lock-renew", request)
-    }
-    fn lock_release(request: String) -> Result<String, Error> {
-        call("lock-release", request)
-    }
-    fn lock_read(request: String) -> Result<String, Error> {
-        call("lock-read", request)
-    }
-    fn lock_break(request: String) -> Result<String, Error> {
-        call("lock-break", request)
-    }
     fn fence_check(request: String) -> Result<String, Error> {
         call("fence-check", request)
     }

@@ -7,7 +7,7 @@
 
 use baton_native::commands::claim::{self, Claimer};
 use baton_native::commands::open_store;
-use baton_native::engine::CoreComponent;
+use baton_native::engine::{CoreComponent, acquire_op, lock_answer_json};
 use baton_native::store::Store;
 use serde_json::{Value, json};
 use std::process::Command;
@@ -38,7 +38,7 @@ fn intend(core: &mut CoreComponent, store: &Store, epoch: u64, resource: &Value)
 fn measure(core: &mut CoreComponent, store: &Store) -> (f64, f64) {
     let grant = store
         .transact(core, ENV, SCOPE, |core, cell, now| {
-            core.invoke("lock-acquire", &json!({ "cell": cell, "holder": HOLDER, "ttlMs": 600_000, "nowMs": now }))
+            core.lock_decide(&cell, now, &acquire_op(HOLDER, 600_000)).map(|a| lock_answer_json(&a))
         })
         .expect("the lock is granted");
     let epoch = grant["lock"]["epoch"].as_u64().expect("an epoch");

@@ -25,8 +25,12 @@ mod bindings {
 // sections differently); elsewhere the copying load below is the only one.
 #[cfg(target_os = "linux")]
 mod in_place;
+mod locks;
 mod run;
 mod stores;
+pub use locks::{
+    acquire_op, changes_answer, lock_answer_json, lock_json, lock_json_or_null, lock_view_json, release_op,
+};
 pub use run::{RunRef, change_json, run_config, run_context};
 pub use stores::{cell_of, change_of, code_name, code_of, wit_error};
 
@@ -127,11 +131,6 @@ impl CoreComponent {
                 return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?).to_string());
             }
             "store-spec" => d.call_store_spec(s, &req),
-            "lock-acquire" => d.call_lock_acquire(s, &req),
-            "lock-renew" => d.call_lock_renew(s, &req),
-            "lock-release" => d.call_lock_release(s, &req),
-            "lock-read" => d.call_lock_read(s, &req),
-            "lock-break" => d.call_lock_break(s, &req),
             "fence-check" => d.call_fence_check(s, &req),
             "fenced-write" => d.call_fenced_write(s, &req),
             "succession" => d.call_succession(s, &req),
