@@ -6,9 +6,11 @@
 use crate::exports::baton::core::leases as wl;
 use crate::exports::baton::core::locks as w;
 use crate::exports::baton::core::ownership as wo;
+use crate::exports::baton::core::runs as wr;
 use crate::exports::baton::core::stores as ws;
 use crate::exports::baton::core::types as t;
 
 include!("wit_convert.rs");
 include!("wit_convert_stores.rs");
 include!("wit_convert_ownership.rs");
+include!("wit_convert_run.rs");

@@ -14,15 +14,14 @@ mod convert;
 mod etcd;
 mod locks;
 mod ownership;
+mod run;
 mod stores;
 
-use baton_core::run::json as run_json;
 use baton_core::{CoreError, ErrorCode as Code, api};
 use convert::code;
-use exports::baton::core::decisions::{Guest, GuestRun, Run as RunHandle};
+use exports::baton::core::decisions::Guest;
 use exports::baton::core::types::{Cell, Error, ErrorInfo};
-use exports::baton::core::{leases, locks as wlocks};
-use std::cell::RefCell;
+use exports::baton::core::{leases, locks as wlocks, runs};
 
 struct Component;
 
@@ -44,83 +43,16 @@ impl leases::Guest for Component {
     type Lease = locks::Lease;
 }
 
-/// The `run` resource: a core run machine behind a `RefCell`.
-struct Run(RefCell<baton_core::run::RunMachine>);
-
-impl GuestRun for Run {
-    fn create(config: String) -> Result<RunHandle, Error> {
-        run_json::run_new(&config).map(|m| RunHandle::new(Self(RefCell::new(m)))).map_err(error)
-    }
-    fn holder(&self) -> String {
-        self.0.borrow().holder().to_owned()
-    }
-    fn env(&self) -> String {
-        self.0.borrow().env().to_owned()
-    }
-    fn scope(&self) -> String {
-        self.0.borrow().scope().to_owned()
-    }
-    fn start(&self, now_ms: u64) -> Result<(), Error> {
-        self.0.borrow_mut().start(now_ms).map_err(error)
-    }
-    fn work_ended(&self, end: String, now_ms: u64) -> Result<(), Error> {
-        run_json::run_work_ended(&mut self.0.borrow_mut(), &end, now_ms).map_err(error)
-    }
-    fn signal(&self, signal: String, now_ms: u64) -> Result<(), Error> {
-        run_json::run_signal(&mut self.0.borrow_mut(), &signal, now_ms).map_err(error)
-    }
-    fn finish(&self, succeeded: bool, now_ms: u64) -> Result<(), Error> {
-        self.0.borrow_mut().finish(succeeded, now_ms).map_err(error)
-    }
-    fn release(&self, now_ms: u64) {
-        self.0.borrow_mut().release(now_ms);
-    }
-    fn handle_timeout(&self, now_ms: u64) {
-        self.0.borrow_mut().handle_timeout(now_ms);
-    }
-    fn handle_store_result(&self, id: u64, outcome: String, now_ms: u64) -> Result<(), Error> {
-        run_json::run_store_result(&mut self.0.borrow_mut(), id, &outcome, now_ms).map_err(error)
-    }
-    fn poll_action(&self) -> Option<String> {
-        run_json::run_poll_action(&mut self.0.borrow_mut())
-    }
-    fn poll_timeout(&self) -> Option<u64> {
-        self.0.borrow().poll_timeout()
-    }
-    fn fencing_token(&self, now_ms: u64) -> Option<u64> {
-        self.0.borrow().fencing_token(now_ms)
-    }
-    fn is_finished(&self) -> bool {
-        self.0.borrow().is_finished()
-    }
-    fn store_deadline(&self, now_ms: u64) -> u64 {
-        self.0.borrow().store_deadline(now_ms)
-    }
+impl runs::Guest for Component {
+    type Run = run::Run;
 }
 
 impl Guest for Component {
-    type Run = Run;
-
     fn scope_for(branch: String, pr: Option<u64>, default_branch: Option<String>) -> String {
         baton_core::scope::scope_for(&branch, pr, default_branch.as_deref())
     }
     fn store_spec(request: String) -> Result<String, Error> {
         call("store-spec", request)
-    }
-    fn lock_acquire(request: String) -> Result<String, Error> {
-        call("lock-acquire", request)
-    }
-    fn lock_renew(request: String) -> Result<String, Error> {
-        call("lock-renew", request)
-    }
-    fn lock_release(request: String) -> Result<String, Error> {
-        call("lock-release", request)
-    }
-    fn lock_read(request: String) -> Result<String, Error> {
-        call("lock-read", request)
-    }
-    fn lock_break(request: String) -> Result<String, Error> {
-        call("lock-break", request)
     }
     fn fence_check(request: String) -> Result<String, Error> {
         call("fence-check", request)

@@ -269,7 +269,7 @@ pub fn lease_action_back(a: wl::LeaseAction) -> LeaseAction {
     }
 }
 
-fn lease_event_back(e: wl::LeaseEvent) -> LeaseEvent {
+pub fn lease_event_back(e: wl::LeaseEvent) -> LeaseEvent {
     match e {
         wl::LeaseEvent::Acquired(a) => LeaseEvent::Acquired {
             lock: lock_record_back(a.lock),

@@ -290,10 +290,7 @@ fn lock_answer_checked(result: crate::lease::StoreResult) -> crate::lease::Store
     match answer.get("lock") {
         Some(lock) if !lock.is_null() => match serde_json::from_value::<crate::lock::LockRecord>(lock.clone()) {
             Ok(_) => result,
-            Err(e) => match CoreError::internal(format!("the store's answer has no valid lock: {e}")).to_json() {
-                serde_json::Value::Object(obj) => StoreResult::Error(obj),
-                _ => result,
-            },
+            Err(e) => StoreResult::from(&CoreError::internal(format!("the store's answer has no valid lock: {e}"))),
         },
         _ => result,
     }

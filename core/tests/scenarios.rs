@@ -111,7 +111,12 @@ impl Scripted {
 }
 
 impl runner::journey::RunApi for Scripted {
-    fn transact(&mut self, _: &str, _: &serde_json::Value) -> Result<serde_json::Value, serde_json::Value> {
+    fn transact(
+        &mut self,
+        _: Option<u64>,
+        _: &str,
+        _: &serde_json::Value,
+    ) -> Result<serde_json::Value, serde_json::Value> {
         Ok(serde_json::json!({}))
     }
     fn create(&mut self, _: &serde_json::Value) -> Result<String, String> {

@@ -7,7 +7,7 @@
 #[path = "bench_common/figures.rs"]
 mod figures;
 
-use baton_native::engine::CoreComponent;
+use baton_native::engine::{CoreComponent, acquire_op, lock_answer_json, release_op};
 use baton_native::store::DirStore;
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
@@ -113,15 +113,9 @@ fn main() {
     let mut core = CoreComponent::load().expect("the component loads");
     let scope_req = json!({ "branch": "feat/search", "pr": null });
     let scope_text = scope_req.to_string();
-    let cell = json!({ "env": "preview", "scope": "pr-1", "files": {} });
-    let acquire_req = json!({ "cell": cell, "holder": "run-1", "ttlMs": 900_000, "nowMs": 1_791_633_600_000_i64 });
-    let acquire_text = acquire_req.to_string();
 
     println!("per-call cost (median of 7 x {CALLS} calls), ratio to native Rust");
-    let rows = [
-        ("scope_for", &scope_text, &scope_req, "scopeForUs", "scope-for"),
-        ("acquire decision", &acquire_text, &acquire_req, "acquireUs", "lock-acquire"),
-    ];
+    let rows = [("scope_for", &scope_text, &scope_req, "scopeForUs", "scope-for")];
     for (name, text, req, node_key, op) in rows {
         let native = per_call(7, CALLS, || {
             std::hint::black_box(baton_core::api::invoke(op, text).expect("decides"));
@@ -155,8 +149,13 @@ fn main() {
     let component = per_call(7, CALLS, || {
         std::hint::black_box(core.lock_apply(&wit_cell, now, &wit_op).expect("calls").expect("decides"));
     });
-    // The npm module has no typed lock call (its lease takes plain objects; its operations take JSON text).
-    print_row("acquire, typed", native, component, Err("not measured"));
+    // Node's figure: the acquire decision through its `call` export, objects in and out.
+    print_row(
+        "acquire decision",
+        native,
+        component,
+        node["acquireUs"].as_f64().ok_or("not measured (run scripts/bench.sh)"),
+    );
 
     let baton = std::env::var("BATON_BIN").unwrap_or_else(|_| "target/release/baton".into());
     let tmp = std::env::temp_dir().join(format!("baton-bench-{}", std::process::id()));
@@ -189,7 +188,7 @@ fn main() {
         let holder = format!("run-{i}");
         let lock = store
             .transact(&mut core, "preview", &scope, |core, cell, now| {
-                core.invoke("lock-acquire", &json!({ "cell": cell, "holder": holder, "ttlMs": 60_000, "nowMs": now }))
+                core.lock_decide(&cell, now, &acquire_op(&holder, 60_000)).map(|a| lock_answer_json(&a))
             })
             .expect("acquires");
         let epoch = lock["lock"]["epoch"].clone();
@@ -203,7 +202,7 @@ fn main() {
             .expect("writes");
         store
             .transact(&mut core, "preview", &scope, |core, cell, _| {
-                core.invoke("lock-release", &json!({ "cell": cell, "holder": holder, "epoch": epoch }))
+                core.lock_decide(&cell, 0, &release_op(&holder, epoch.as_u64())).map(|a| lock_answer_json(&a))
             })
             .expect("releases");
     });

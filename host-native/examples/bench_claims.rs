@@ -30,9 +30,9 @@ fn median(mut s: Vec<f64>) -> f64 {
 fn lock_tx(core: &mut CoreComponent, store: &Store, op: &LockOp) -> u64 {
     let answer = store
         .transact(core, ENV, SCOPE, |core, cell, now| {
-            let answer = core.lock_apply(&cell_of(&cell), now, op)?.map_err(baton_native::engine::from_wit_error)?;
+            let answer = core.lock_apply(&cell_of(&cell), now, op)?.map_err(baton_native::engine::from_wit)?;
             let LockAnswer::Grant(g) = answer else { panic!("a grant") };
-            let changes: Vec<Value> = g.changes.iter().map(claim::change_json).collect();
+            let changes: Vec<Value> = g.changes.iter().map(baton_native::engine::change_json).collect();
             Ok(json!({ "changes": changes, "epoch": g.lock.epoch }))
         })
         .expect("the lock transaction lands");

@@ -11,9 +11,10 @@
 mod figures;
 
 use baton_native::commands::open_store;
-use baton_native::engine::CoreComponent;
 use baton_native::engine::wit::etcd;
+use baton_native::engine::wit::locks::{FencedWriteRequest, LockOp};
 use baton_native::engine::wit::types::{CellFile, Change};
+use baton_native::engine::{CoreComponent, acquire_op, lock_answer_json, release_op};
 use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
 use serde_json::{Value, json};
 use std::io::Write;
@@ -155,7 +156,7 @@ fn main() {
         let holder = format!("inproc-{i}");
         let lock = store
             .transact(&mut core, "preview", "pr-2", |core, cell, now| {
-                core.invoke("lock-acquire", &json!({ "cell": cell, "holder": holder, "ttlMs": 60_000, "nowMs": now }))
+                core.lock_decide(&cell, now, &acquire_op(&holder, 60_000)).map(|a| lock_answer_json(&a))
             })
             .expect("acquires");
         let epoch = lock["lock"]["epoch"].clone();
@@ -169,7 +170,7 @@ fn main() {
             .expect("writes");
         store
             .transact(&mut core, "preview", "pr-2", |core, cell, _| {
-                core.invoke("lock-release", &json!({ "cell": cell, "holder": holder, "epoch": epoch }))
+                core.lock_decide(&cell, 0, &release_op(&holder, epoch.as_u64())).map(|a| lock_answer_json(&a))
             })
             .expect("releases");
     };
@@ -214,14 +215,20 @@ fn main() {
     let held = json!({ "env": "preview", "scope": "pr-2", "files": { "lock.json": lock_record, "epoch.json": "{\n  \"epoch\": 1\n}\n" } });
     let now_ms = 1_767_225_601_000i64; // within the lock record's minute
     let one_op = |core: &mut CoreComponent, op: &str| {
-        let request = match op {
-            "lock-acquire" => json!({ "cell": empty, "holder": "inproc-1", "ttlMs": 60_000, "nowMs": now_ms }),
-            "fenced-write" => {
-                json!({ "cell": held, "holder": "inproc-1", "epoch": 1, "file": "state.json", "content": "{}" })
-            }
-            _ => json!({ "cell": held, "holder": "inproc-1", "epoch": 1 }),
+        let (cell, op) = match op {
+            "lock-acquire" => (&empty, acquire_op("inproc-1", 60_000)),
+            "fenced-write" => (
+                &held,
+                LockOp::FencedWrite(FencedWriteRequest {
+                    holder: "inproc-1".into(),
+                    epoch: 1,
+                    file: "state.json".into(),
+                    content: "{}".into(),
+                }),
+            ),
+            _ => (&held, release_op("inproc-1", Some(1))),
         };
-        let answer = core.invoke(op, &request).expect("the core decides");
+        let answer = lock_answer_json(&core.lock_decide(cell, now_ms, &op).expect("the core decides"));
         // The store's plan of the commit, through the typed `etcd` interface as the store asks it.
         let changes = answer["changes"].as_array().into_iter().flatten().map(|c| match c["op"].as_str() {
             Some("write") => Change::Write(CellFile {

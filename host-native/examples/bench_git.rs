@@ -10,7 +10,7 @@
 mod figures;
 
 use baton_native::commands::open_store;
-use baton_native::engine::CoreComponent;
+use baton_native::engine::{CoreComponent, acquire_op, lock_answer_json, release_op};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::Path;
@@ -134,7 +134,7 @@ fn main() {
         let holder = format!("inproc-{i}");
         let lock = store
             .transact(&mut core, "preview", "pr-2", |core, cell, now| {
-                core.invoke("lock-acquire", &json!({ "cell": cell, "holder": holder, "ttlMs": 60_000, "nowMs": now }))
+                core.lock_decide(&cell, now, &acquire_op(&holder, 60_000)).map(|a| lock_answer_json(&a))
             })
             .expect("acquires");
         let epoch = lock["lock"]["epoch"].clone();
@@ -148,7 +148,7 @@ fn main() {
             .expect("writes");
         store
             .transact(&mut core, "preview", "pr-2", |core, cell, _| {
-                core.invoke("lock-release", &json!({ "cell": cell, "holder": holder, "epoch": epoch }))
+                core.lock_decide(&cell, 0, &release_op(&holder, epoch.as_u64())).map(|a| lock_answer_json(&a))
             })
             .expect("releases");
     };

@@ -2,15 +2,17 @@
 //! by `baton run`, `baton destroy`, `baton lock-object` and `baton lock acquire`.
 //!
 //! Store requests run on the store worker (`worker`), so a slow store never blocks the loop: timers, signals
-//! and the command's exit are still seen.
+//! and the command's exit are still seen. The worker asks the loop for the machine's decision on each
+//! snapshot it loads (`apply`); the loop never names a core operation.
 
-use crate::engine::{CoreComponent, RunRef};
+use crate::engine::wit::runs as wr;
+use crate::engine::{CoreComponent, RunRef, from_wit, wit_error};
 use crate::error::HostError;
 use crate::output::note;
 use crate::store::Store;
 use crate::work::{Running, Work};
-use crate::worker::{Job, Results};
-use serde_json::{Map, Value, json};
+use crate::worker::{Applies, Apply, Job, Results};
+use serde_json::{Map, Value};
 use std::time::Instant;
 use tokio::signal::unix::{SignalKind, signal};
 
@@ -30,13 +32,12 @@ pub struct Verdict {
 pub async fn drive(
     mut core: CoreComponent,
     store: Store,
-    config: &Value,
+    mut config: wr::RunConfig,
     work: Option<Work>,
 ) -> (CoreComponent, Verdict) {
-    // The store's budget bounds every store request of the run (`storeBudgetMs`).
-    let mut config = config.clone();
+    // The store's budget bounds every store request of the run.
     if let Some(budget) = store.budget_ms() {
-        config["storeBudgetMs"] = budget.into();
+        config.store_budget_ms = Some(budget);
     }
     let run = match core.run_create(&config) {
         Ok(run) => run,
@@ -47,7 +48,7 @@ pub async fn drive(
         Ok(v) => v,
         Err(e) => {
             if let Some(r) = &lp.running {
-                r.signal("kill");
+                r.signal(wr::WorkSignal::Kill);
             }
             Verdict { exit: None, error: Some(e), fields: Map::new() }
         }
@@ -83,11 +84,11 @@ impl Loop {
         else {
             return Err(HostError::internal("cannot install signal handlers"));
         };
-        let (mut results, env, scope) = self.start_worker(store)?;
+        let (mut applies, mut results) = self.start_worker(store)?;
         let now = self.now();
         self.call(|core, run| core.run_start(run, now))?;
         loop {
-            if let Some(verdict) = self.drain(&env, &scope).await? {
+            if let Some(verdict) = self.drain().await? {
                 return Ok(verdict);
             }
             let started = self.started;
@@ -100,17 +101,19 @@ impl Loop {
                 }
             };
             enum Wake {
-                Exited(Value),
-                Result(u64, Value),
+                Exited(wr::WorkEnd),
+                Apply(Apply),
+                Result(u64, Result<(), HostError>),
                 Timeout,
-                Signal(&'static str),
+                Signal(wr::HostSignal),
             }
             let woke = tokio::select! {
                 end = exited => Wake::Exited(end),
+                Some(apply) = applies.recv() => Wake::Apply(apply),
                 Some((id, outcome)) = results.recv() => Wake::Result(id, outcome),
                 () = sleep_until(wake) => Wake::Timeout,
-                _ = sigint.recv() => Wake::Signal("interrupt"),
-                _ = sigterm.recv() => Wake::Signal("terminate"),
+                _ = sigint.recv() => Wake::Signal(wr::HostSignal::Interrupt),
+                _ = sigterm.recv() => Wake::Signal(wr::HostSignal::Terminate),
             };
             let now = self.now();
             match woke {
@@ -118,7 +121,19 @@ impl Loop {
                     self.running = None;
                     self.call(|core, run| core.run_work_ended(run, &end, now))?;
                 }
-                Wake::Result(id, outcome) => self.call(|core, run| core.run_store_result(run, id, &outcome, now))?,
+                Wake::Apply(Apply { id, cell, now_ms, reply }) => {
+                    // The decision is the machine's; a failure of the call itself also ends the loop.
+                    let decided = self.call(|core, run| core.run_apply(run, id, &cell, now_ms));
+                    let failed = decided.as_ref().err().cloned();
+                    let _ = reply.send(decided);
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                }
+                Wake::Result(id, outcome) => {
+                    let failed = outcome.err().map(|e| wit_error(&e));
+                    self.call(|core, run| core.run_store_outcome(run, id, failed.as_ref().map_or(Ok(()), Err), now))?;
+                }
                 Wake::Timeout => self.call(|core, run| core.run_timeout(run, now))?,
                 Wake::Signal(sig) => self.call(|core, run| core.run_signal(run, sig, now))?,
             }
@@ -126,73 +141,69 @@ impl Loop {
     }
 
     /// Carries out every pending action; the verdict once the machine is done.
-    async fn drain(&mut self, env: &str, scope: &str) -> Result<Option<Verdict>, HostError> {
+    async fn drain(&mut self) -> Result<Option<Verdict>, HostError> {
         loop {
             let Some(action) = self.call(|core, run| core.run_poll_action(run))? else { return Ok(None) };
-            match action["type"].as_str() {
-                Some(kind @ ("store" | "read")) => {
-                    let cell = &action["cell"];
-                    let field = |k: &str, d: &str| cell[k].as_str().unwrap_or(d).to_owned();
+            match action {
+                wr::RunAction::Store(a) => {
                     let job = Job {
-                        id: action["id"].as_u64().unwrap_or_default(),
-                        op: action["op"].as_str().unwrap_or_default().to_owned(),
-                        request: action["request"].clone(),
-                        env: field("env", env),
-                        scope: field("scope", scope),
-                        read: kind == "read",
-                        deadline: action["deadlineMs"]
-                            .as_u64()
-                            .map(|at| self.started + std::time::Duration::from_millis(at)),
+                        id: a.id,
+                        env: a.env,
+                        scope: a.scope,
+                        read: a.read,
+                        deadline: Some(self.started + std::time::Duration::from_millis(a.deadline_ms)),
                     };
                     let jobs = self.jobs.as_ref().ok_or_else(|| HostError::internal("the store worker stopped"))?;
                     jobs.send(job).map_err(|_| HostError::internal("the store worker stopped"))?;
                 }
-                Some("start-work") => self.start_work(&action).await?,
-                Some("signal") => {
+                wr::RunAction::StartWork(w) => self.start_work(w).await?,
+                wr::RunAction::Signal(signal) => {
                     if let Some(r) = &self.running {
-                        r.signal(action["signal"].as_str().unwrap_or("kill"));
+                        r.signal(signal);
                     }
                 }
-                Some("note" | "warning") => note(action["text"].as_str().unwrap_or_default()),
-                Some("done") => return Ok(Some(verdict_of(&action["verdict"]))),
-                _ => {} // lease events and `finished` are for hosts that report them
+                wr::RunAction::Note(text) | wr::RunAction::Warning(text) => note(text),
+                wr::RunAction::Done(verdict) => return Ok(Some(verdict_of(verdict))),
+                // Lease events and `finished` are for hosts that report them.
+                wr::RunAction::Lease(_) | wr::RunAction::Finished(_) => {}
             }
         }
     }
 
-    async fn start_work(&mut self, action: &Value) -> Result<(), HostError> {
-        let env = serde_json::from_value(action["env"].clone()).unwrap_or_default();
-        let label = action["label"].as_str().unwrap_or_default();
-        let epoch = action["epoch"].as_u64().unwrap_or_default();
-        let delete = action.get("delete");
+    async fn start_work(&mut self, w: wr::StartWork) -> Result<(), HostError> {
+        let env = w.env.into_iter().collect();
+        let delete = w.delete.map(|entries| {
+            Value::Array(entries.iter().map(|e| serde_json::from_str(e).unwrap_or(Value::Null)).collect())
+        });
         let started = match &self.work {
-            Some(work) => work.start(&env, delete, label, epoch).await,
+            Some(work) => work.start(&env, delete.as_ref(), &w.label, w.epoch).await,
             None => Err(HostError::internal("the run machine started work where there is none")),
         };
         match started {
             Ok(r) => self.running = Some(r),
             Err(e) => {
                 let now = self.now();
-                let end = json!({ "kind": "not-started", "message": e.message });
+                let end = wr::WorkEnd::NotStarted(e.message);
                 self.call(|core, run| core.run_work_ended(run, &end, now))?;
             }
         }
         Ok(())
     }
 
-    /// Starts the store worker; returns its results channel and the run's own cell.
-    fn start_worker(&mut self, store: Store) -> Result<(Results, String, String), HostError> {
-        let (jobs, results) = crate::worker::spawn(store)?;
+    /// Starts the store worker; returns its channels of decisions asked for and of outcomes.
+    fn start_worker(&mut self, store: Store) -> Result<(Applies, Results), HostError> {
+        let (jobs, applies, results) = crate::worker::spawn(store)?;
         self.jobs = Some(jobs);
-        let (env, scope) = self.call(|core, run| core.run_cell(run))?;
-        Ok((results, env, scope))
+        Ok((applies, results))
     }
 }
 
-fn verdict_of(v: &Value) -> Verdict {
-    let error = v["error"].as_object().map(|e| HostError::from_json(e.clone()));
-    let fields = v["fields"].as_object().cloned().unwrap_or_default();
-    Verdict { exit: Some(v["exit"].as_u64().and_then(|e| u8::try_from(e).ok()).unwrap_or(1)), error, fields }
+fn verdict_of(v: wr::Verdict) -> Verdict {
+    let fields = match serde_json::from_str(&v.fields) {
+        Ok(Value::Object(fields)) => fields,
+        _ => Map::new(),
+    };
+    Verdict { exit: Some(v.exit), error: v.error.map(from_wit), fields }
 }
 
 /// Sleeps until `at`, or forever without one.

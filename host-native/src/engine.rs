@@ -25,11 +25,15 @@ mod bindings {
 // sections differently); elsewhere the copying load below is the only one.
 #[cfg(target_os = "linux")]
 mod in_place;
+mod locks;
 mod ownership;
 mod run;
 mod stores;
+pub use locks::{
+    acquire_op, changes_answer, lock_answer_json, lock_json, lock_json_or_null, lock_view_json, release_op,
+};
 pub use ownership::ChangeRef;
-pub use run::RunRef;
+pub use run::{RunRef, change_json, run_config, run_context};
 pub use stores::{cell_of, change_of, code_name, code_of, wit_error};
 
 use bindings::Core;
@@ -37,9 +41,9 @@ use bindings::exports::baton::core::types::Error as WitError;
 use bindings::exports::baton::core::{leases as wl, locks as wlocks};
 
 /// The generated types of the component's typed interfaces (`wit/types.wit`, `locks.wit`, `lease.wit`,
-/// `stores.wit`, `etcd.wit`).
+/// `stores.wit`, `etcd.wit`, `run.wit`).
 pub mod wit {
-    pub use super::bindings::exports::baton::core::{etcd, leases, locks, ownership, stores, types};
+    pub use super::bindings::exports::baton::core::{etcd, leases, locks, ownership, runs, stores, types};
 }
 
 /// The component bytes this binary was built with.
@@ -129,11 +133,6 @@ impl CoreComponent {
                 return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?).to_string());
             }
             "store-spec" => d.call_store_spec(s, &req),
-            "lock-acquire" => d.call_lock_acquire(s, &req),
-            "lock-renew" => d.call_lock_renew(s, &req),
-            "lock-release" => d.call_lock_release(s, &req),
-            "lock-read" => d.call_lock_read(s, &req),
-            "lock-break" => d.call_lock_break(s, &req),
             "fence-check" => d.call_fence_check(s, &req),
             "fenced-write" => d.call_fenced_write(s, &req),
             "succession" => d.call_succession(s, &req),
@@ -288,12 +287,8 @@ impl CoreComponent {
     }
 }
 
-/// The component's error record as a host error (its code, message and every fact, from `json`).
-pub fn from_wit_error(e: WitError) -> HostError {
-    from_wit(e)
-}
-
-fn from_wit(e: WitError) -> HostError {
+/// The host error of a core refusal: every fact its `json` carries.
+pub fn from_wit(e: WitError) -> HostError {
     match serde_json::from_str::<Value>(&e.json) {
         Ok(Value::Object(obj)) => HostError::from_json(obj),
         _ => HostError::internal(e.message),

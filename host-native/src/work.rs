@@ -1,9 +1,10 @@
 //! The command a run guards (`baton run -- CMD`): started in a process group of its own, signalled as the
 //! run machine says, reaped. Process plumbing only: when to start, signal or kill is the machine's call.
 
+use crate::engine::wit::runs::{WorkEnd, WorkSignal};
 use crate::error::HostError;
 use crate::output::note;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::process::Stdio;
 use tokio::io::AsyncWriteExt;
@@ -56,7 +57,7 @@ impl Work {
             HostError::new("COMMAND_FAILED", format!("cannot start `{program}`: {e}")).with("command", self.cmd.clone())
         })?;
         if let Some(mut stdin) = child.stdin.take() {
-            let list = delete.cloned().unwrap_or_else(|| json!([]));
+            let list = delete.cloned().unwrap_or_else(|| Value::Array(Vec::new()));
             // A command that does not read its stdin is fine: the write fails and is ignored.
             let _ = stdin.write_all(format!("{list}\n").as_bytes()).await;
         }
@@ -67,23 +68,23 @@ impl Work {
 
 impl Running {
     /// Waits for the command to end: `{"kind":"exited","code"}` or `{"kind":"signalled","signal"}`.
-    pub async fn wait(&mut self) -> Value {
+    pub async fn wait(&mut self) -> WorkEnd {
         match self.child.wait().await {
             Ok(status) => match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
-                (Some(code), _) => json!({ "kind": "exited", "code": code }),
-                (None, Some(signal)) => json!({ "kind": "signalled", "signal": signal }),
-                (None, None) => json!({ "kind": "exited", "code": 1 }),
+                (Some(code), _) => WorkEnd::Exited(code),
+                (None, Some(signal)) => WorkEnd::Signalled(signal),
+                (None, None) => WorkEnd::Exited(1),
             },
-            Err(_) => json!({ "kind": "exited", "code": 1 }),
+            Err(_) => WorkEnd::Exited(1),
         }
     }
 
-    /// Sends `signal` (`interrupt`, `terminate`, `kill`) to the command's whole process group.
-    pub fn signal(&self, signal: &str) {
+    /// Sends `signal` to the command's whole process group.
+    pub fn signal(&self, signal: WorkSignal) {
         let sig = match signal {
-            "interrupt" => libc::SIGINT,
-            "terminate" => libc::SIGTERM,
-            _ => libc::SIGKILL,
+            WorkSignal::Interrupt => libc::SIGINT,
+            WorkSignal::Terminate => libc::SIGTERM,
+            WorkSignal::Kill => libc::SIGKILL,
         };
         if let Some(pgid) = self.pgid {
             #[allow(unsafe_code)]

@@ -2,7 +2,8 @@
 //! without the mutex) between baton's load and its commit is never replaced; the dir store decides again and
 //! the core answers `LOCK_HELD` naming it. The races of the same thing: `tests/cross-host/sponson-compat.test.mjs`.
 
-use baton_native::engine::CoreComponent;
+use baton_native::engine::wit::locks::{AcquireRequest, LockAnswer, LockOp};
+use baton_native::engine::{CoreComponent, changes_answer};
 use baton_native::store::DirStore;
 use serde_json::json;
 use std::path::Path;
@@ -29,8 +30,11 @@ fn a_lock_the_original_creates_meanwhile_is_never_replaced() {
     let mut decisions = 0;
     let outcome = store.transact(&mut core, "preview", "pr-1", |core, snapshot, now| {
         decisions += 1;
-        let answer = core
-            .invoke("lock-acquire", &json!({ "cell": snapshot, "holder": "baton-1", "ttlMs": 60_000, "nowMs": now }));
+        let acquire = LockOp::LockAcquire(AcquireRequest { holder: "baton-1".into(), ttl_ms: 60_000, label: None });
+        let answer = core.lock_decide(&snapshot, now, &acquire).map(|a| match a {
+            LockAnswer::Grant(g) => changes_answer(&g.changes),
+            _ => json!({ "changes": [] }),
+        });
         if decisions == 1 {
             original_creates(&cell, "run-5ca1ab1e"); // the original's link lands now
         }

@@ -22,11 +22,7 @@ fn the_component_answers_like_the_native_core() {
         serde_json::from_str(&baton_core::api::invoke("error-codes", "{}").unwrap()).unwrap();
     assert_eq!(core.invoke("error-codes", &serde_json::json!({})).unwrap(), native);
     assert_eq!(core.scope_for("feat/search", None, None).unwrap(), "branch-feat-search");
-    let err = core
-        .invoke(
-            "lock-read",
-            &serde_json::json!({"cell": {"env": "e", "scope": "s", "files": {"lock.json": "{"}}, "nowMs": 0}),
-        )
-        .unwrap_err();
+    let cell = serde_json::json!({"env": "e", "scope": "s", "files": {"lock.json": "{"}});
+    let err = core.lock_decide(&cell, 0, &baton_native::engine::wit::locks::LockOp::LockRead).unwrap_err();
     assert_eq!(err.code, "LOCK_CORRUPT");
 }

@@ -6,7 +6,8 @@
 mod common;
 
 use baton_native::commands::open_store;
-use baton_native::engine::CoreComponent;
+use baton_native::engine::wit::locks::{self, LockAnswer, LockOp};
+use baton_native::engine::{CoreComponent, changes_answer, lock_json};
 use baton_native::error::HostError;
 use baton_native::store::Store;
 use common::etcd::Etcd;
@@ -146,13 +147,40 @@ fn decide(
     request: Value,
     seen: &mut Vec<Value>,
 ) -> Result<Value, HostError> {
+    let op = lock_op(op, &request);
+    let mut lock = Value::Null;
     store.transact(core, "preview", "cached", |core, cell, now| {
         seen.push(cell["files"].clone());
-        let mut request = request.clone();
-        request["cell"] = cell;
-        request["nowMs"] = now.into();
-        core.invoke(op, &request)
-    })
+        match core.lock_decide(&cell, now, &op)? {
+            LockAnswer::Grant(g) => {
+                lock = lock_json(&g.lock);
+                Ok(changes_answer(&g.changes))
+            }
+            LockAnswer::Release(r) => Ok(changes_answer(&r.changes)),
+            _ => Ok(json!({ "changes": [] })),
+        }
+    })?;
+    Ok(json!({ "lock": lock }))
+}
+
+/// The typed lock transaction of a step of this file (`lock-acquire`, `fenced-write`, `lock-release`).
+fn lock_op(op: &str, r: &Value) -> LockOp {
+    let holder = r["holder"].as_str().unwrap_or_default().to_owned();
+    let epoch = r["epoch"].as_u64();
+    match op {
+        "lock-acquire" => LockOp::LockAcquire(locks::AcquireRequest {
+            holder,
+            ttl_ms: r["ttlMs"].as_u64().unwrap_or(60_000),
+            label: None,
+        }),
+        "fenced-write" => LockOp::FencedWrite(locks::FencedWriteRequest {
+            holder,
+            epoch: epoch.unwrap_or_default(),
+            file: r["file"].as_str().unwrap_or_default().to_owned(),
+            content: r["content"].as_str().unwrap_or_default().to_owned(),
+        }),
+        _ => LockOp::LockRelease(locks::ReleaseRequest { holder, epoch }),
+    }
 }
 
 /// Acquire, one fenced write, release: the lease cycle of the bench. Answers the epoch granted.

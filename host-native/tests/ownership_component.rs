@@ -4,11 +4,11 @@
 
 mod common;
 
-use baton_native::commands::{claim, open_store};
+use baton_native::commands::open_store;
 use baton_native::engine::wit::locks::{AcquireRequest, LockAnswer, LockOp};
 use baton_native::engine::wit::ownership as wo;
 use baton_native::engine::wit::types::ErrorCode;
-use baton_native::engine::{CoreComponent, cell_of, from_wit_error};
+use baton_native::engine::{CoreComponent, cell_of, change_json, from_wit};
 use baton_native::store::Store;
 use common::TempDir;
 use serde_json::{Value, json};
@@ -18,10 +18,10 @@ fn lock(core: &mut CoreComponent, store: &Store, scope: &str, holder: &str) -> u
     let op = LockOp::LockAcquire(AcquireRequest { holder: holder.into(), ttl_ms: 600_000, label: None });
     let answer = store
         .transact(core, "preview", scope, |core, cell, now| {
-            let LockAnswer::Grant(g) = core.lock_apply(&cell_of(&cell), now, &op)?.map_err(from_wit_error)? else {
+            let LockAnswer::Grant(g) = core.lock_apply(&cell_of(&cell), now, &op)?.map_err(from_wit)? else {
                 panic!("a grant")
             };
-            let changes: Vec<Value> = g.changes.iter().map(claim::change_json).collect();
+            let changes: Vec<Value> = g.changes.iter().map(change_json).collect();
             Ok(json!({ "changes": changes, "epoch": g.lock.epoch }))
         })
         .expect("the lock is granted");
@@ -78,7 +78,7 @@ fn drive(
                 seen.push(format!("{} {}", if l.write { "write" } else { "read" }, l.env));
                 let decide = |core: &mut CoreComponent, cell: Value, now: i64| {
                     let changes = core.change_apply(&c, l.id, &cell_of(&cell), now)?;
-                    Ok(json!({ "changes": changes.iter().map(claim::change_json).collect::<Vec<_>>() }))
+                    Ok(json!({ "changes": changes.iter().map(change_json).collect::<Vec<_>>() }))
                 };
                 let outcome = if l.write {
                     store.transact(core, &l.env, &l.scope, decide).map(drop)

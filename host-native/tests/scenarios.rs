@@ -17,10 +17,12 @@ use std::collections::BTreeMap;
 mod convert {
     use baton_native::engine::wit::leases as wl;
     use baton_native::engine::wit::locks as w;
+    use baton_native::engine::wit::runs as wr;
     use baton_native::engine::wit::stores as ws;
     use baton_native::engine::wit::types as t;
     include!("../../component/src/wit_convert.rs");
     include!("../../component/src/wit_convert_stores.rs");
+    include!("../../component/src/wit_convert_run.rs");
 }
 
 /// The core's etcd types to and from the component's `etcd` interface.

@@ -218,15 +218,16 @@ impl Run {
 pub struct Ownership(baton_core::claims::ChangeMachine);
 
 fn from_js<T: serde::de::DeserializeOwned>(what: &str, value: &JsValue) -> Result<T, JsValue> {
-    let json = request::json_of(value).map_err(|e| core_error(baton_core::CoreError::internal(format!("{what}: {e}"))))?;
+    let json =
+        request::json_of(value).map_err(|e| core_error(baton_core::CoreError::internal(format!("{what}: {e}"))))?;
     serde_json::from_value(json)
         .map_err(|e| core_error(baton_core::CoreError::usage(format!("{what} is not valid: {e}"))))
 }
 
 /// `{ok: value}` or `{error: {code, message, ...details}}` as the core's result.
 fn outcome_of(value: &JsValue) -> Result<Result<serde_json::Value, baton_core::CoreError>, JsValue> {
-    let mut v = request::json_of(value)
-        .map_err(|e| core_error(baton_core::CoreError::internal(format!("an outcome: {e}"))))?;
+    let mut v =
+        request::json_of(value).map_err(|e| core_error(baton_core::CoreError::internal(format!("an outcome: {e}"))))?;
     match v.get_mut("error").map(serde_json::Value::take) {
         Some(serde_json::Value::Object(e)) => Ok(Err(baton_core::CoreError::from_json(e))),
         _ => Ok(Ok(v.get_mut("ok").map(serde_json::Value::take).unwrap_or_default())),

@@ -125,6 +125,16 @@ pub enum StoreResult {
     Error(Map<String, Value>),
 }
 
+impl From<&crate::error::CoreError> for StoreResult {
+    /// The report of a refused or failed store request: the error's JSON object (code, message, details).
+    fn from(e: &crate::error::CoreError) -> Self {
+        match e.to_json() {
+            Value::Object(obj) => Self::Error(obj),
+            _ => Self::Error(Map::new()),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Acquire { sent_at: Mono },

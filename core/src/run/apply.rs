@@ -12,15 +12,29 @@ use crate::time::UnixMs;
 use serde_json::{Value, json};
 
 impl RunMachine {
-    /// Remembers a store or read action as the host takes it (see [`RunMachine::poll_action`]).
-    pub(super) fn track(&mut self, action: &RunAction) {
-        let (id, cell, op, request) = match action {
+    /// The next action, for hosts on the typed loop ([`Self::apply`]): like [`Self::poll_action`], but the
+    /// machine keeps what a store or read action's decision needs (its operation and request) and the action
+    /// comes out without it (`request` is `null`), so nothing is copied and the host cannot name an
+    /// operation. Use one of the two polls for the whole run.
+    pub fn poll_action_for_apply(&mut self) -> Option<RunAction> {
+        let mut action = self.poll_action()?;
+        let (id, cell, op, request) = match &mut action {
             RunAction::Store { id, cell, op, request, .. } => (*id, cell.clone(), *op, request),
             RunAction::Read { id, cell, op, request, .. } => (*id, Some(cell.clone()), *op, request),
-            _ => return,
+            _ => return Some(action),
         };
         let cell = cell.unwrap_or_else(|| CellRef { env: self.env().to_owned(), scope: self.scope().to_owned() });
-        self.in_flight.insert(id, InFlight { cell, op, request: request.clone(), answer: None });
+        let request = std::mem::take(request);
+        self.in_flight.insert(id, InFlight { cell, op, request, answer: None });
+        Some(action)
+    }
+
+    /// What store or read action `id` (polled with [`Self::poll_action_for_apply`], not yet reported) will
+    /// decide: the core operation and its request, without `cell` and `nowMs`. For logs and the conformance
+    /// tests; a host never needs it to carry the action out.
+    #[must_use]
+    pub fn describe(&self, id: u64) -> Option<(&'static str, &Value)> {
+        self.in_flight.get(&id).map(|f| (f.op, &f.request))
     }
 
     /// The decision of store or read action `id` on `cell`, the snapshot of the action's cell the host just
@@ -39,7 +53,9 @@ impl RunMachine {
         decide: impl Fn(&str, &str) -> Result<String, CoreError>,
     ) -> Result<Vec<Change>, CoreError> {
         let Some(flight) = self.in_flight.get_mut(&id) else {
-            return Err(CoreError::internal(format!("apply for request {id}, which is not in flight")));
+            return Err(CoreError::internal(format!(
+                "apply for request {id}, which is not in flight (poll with `poll_action_for_apply`)"
+            )));
         };
         if cell.env != flight.cell.env || cell.scope != flight.cell.scope {
             return Err(CoreError::internal(format!(
@@ -75,18 +91,10 @@ impl RunMachine {
         let result = match (outcome, answer) {
             (Ok(()), Some(answer)) => StoreResult::Ok(answer),
             (Ok(()), None) => {
-                let e = CoreError::internal(format!("store outcome for request {id} without its apply"));
-                StoreResult::Error(error_map(&e))
+                StoreResult::from(&CoreError::internal(format!("store outcome for request {id} without its apply")))
             }
-            (Err(e), _) => StoreResult::Error(error_map(&e)),
+            (Err(e), _) => StoreResult::from(&e),
         };
         self.handle_store_result(id, result, now)
-    }
-}
-
-fn error_map(e: &CoreError) -> serde_json::Map<String, Value> {
-    match e.to_json() {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
     }
 }

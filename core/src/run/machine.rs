@@ -340,9 +340,7 @@ impl RunMachine {
     /// The next action, if any. Drain until `None` after every call.
     #[must_use]
     pub fn poll_action(&mut self) -> Option<RunAction> {
-        let action = self.actions.pop_front()?;
-        self.track(&action);
-        Some(action)
+        self.actions.pop_front()
     }
 
     /// When to call `handle_timeout` next, if ever. Changes after every call.

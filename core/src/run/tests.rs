@@ -90,9 +90,16 @@ impl World {
     fn pump(&mut self, m: &mut RunMachine) {
         loop {
             let mut acted = false;
-            while let Some(a) = m.poll_action() {
+            while let Some(a) = if self.typed { m.poll_action_for_apply() } else { m.poll_action() } {
                 acted = true;
-                self.log.push(a.clone());
+                let mut logged = a.clone();
+                // The typed poll keeps the request in the machine: the log shows it as the JSON poll would.
+                if let RunAction::Store { id, request, .. } | RunAction::Read { id, request, .. } = &mut logged
+                    && let Some(flight) = m.in_flight.get(id)
+                {
+                    request.clone_from(&flight.request);
+                }
+                self.log.push(logged);
                 if self.hold && matches!(a, RunAction::Store { .. } | RunAction::Read { .. }) {
                     self.held.push(a);
                     continue;

@@ -135,11 +135,14 @@ fn typed(action: Action) -> Result<LeaseAction, CoreError> {
             let op = serde_json::from_value(json!({ "op": op, "request": request })).map_err(bug)?;
             LeaseAction::Store(StoreRequest { id, op, deadline_ms })
         }
-        Action::Event { event } => {
-            let value = serde_json::to_value(event).map_err(bug)?;
-            LeaseAction::Event { event: serde_json::from_value(value).map_err(bug)? }
-        }
+        Action::Event { event } => LeaseAction::Event { event: lease_event(event)? },
     })
+}
+
+/// A lease machine's event, typed (`INTERNAL` should one ever fail to convert: a bug).
+pub(crate) fn lease_event(event: crate::lease::LeaseEvent) -> Result<LeaseEvent, CoreError> {
+    let bug = |e: serde_json::Error| CoreError::internal(format!("a lease event did not convert: {e}"));
+    serde_json::from_value(serde_json::to_value(event).map_err(bug)?).map_err(bug)
 }
 
 fn event_of_bug(error: CoreError) -> LeaseAction {
@@ -156,10 +159,7 @@ pub fn lease_store_result(
 ) -> Result<(), CoreError> {
     let result = match outcome {
         Ok(answer) => StoreResult::Ok(serde_json::to_value(answer).unwrap_or(Value::Null)),
-        Err(e) => match e.to_json() {
-            Value::Object(obj) => StoreResult::Error(obj),
-            _ => StoreResult::Error(serde_json::Map::new()),
-        },
+        Err(e) => StoreResult::from(&e),
     };
     machine.handle_store_result(id, result, now)
 }

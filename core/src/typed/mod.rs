@@ -8,10 +8,12 @@
 
 mod lease;
 mod lock_op;
+mod run;
 pub mod stores;
 
 pub use lease::{LeaseAction, LeaseEvent, StoreRequest, lease_poll_action, lease_store_result};
 pub use lock_op::{LockAnswer, LockOp, apply_lock_op};
+pub use run::{RunAction, StartWork, StoreAction, run_poll_action, verdict_error};
 
 #[cfg(test)]
 mod tests;

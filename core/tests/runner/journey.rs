@@ -33,7 +33,10 @@ pub(crate) trait RunApi {
     /// One core operation for the journey's store: the answer, or the error object `{code, message,
     /// ...details}` without `hint` (it follows from the code), so that every binding feeds the machine the
     /// same.
-    fn transact(&mut self, op: &str, request: &Value) -> Result<Value, Value>;
+    ///
+    /// `id`: the store action the transaction carries out, when it is one (a binding on the typed loop
+    /// decides it with `apply` and reports it in [`Self::store_result`]).
+    fn transact(&mut self, id: Option<u64>, op: &str, request: &Value) -> Result<Value, Value>;
     /// Creates the journey's (next) run from its configuration and answers its holder name.
     fn create(&mut self, config: &Value) -> Result<String, String>;
     /// `start`.
@@ -228,7 +231,7 @@ impl Host<'_> {
         let holder = self.api.create(config)?;
         let own = match config.get("object") {
             Some(object) => {
-                let cell = self.api.transact("parent-cell", object).map_err(|e| StepError::Bad(e.to_string()))?;
+                let cell = self.api.transact(None, "parent-cell", object).map_err(|e| StepError::Bad(e.to_string()))?;
                 (str_of(&cell, "env"), str_of(&cell, "scope"))
             }
             None => {
@@ -250,7 +253,7 @@ impl Host<'_> {
         };
         let op = step.get("op").and_then(Value::as_str).unwrap_or("");
         let input = step.get("input").cloned().unwrap_or_else(|| json!({}));
-        match self.transaction(env, scope, op, input, true) {
+        match self.transaction(None, env, scope, op, input, true) {
             Ok(mut answer) => {
                 if let Some(a) = answer.as_object_mut() {
                     a.remove("changes");
@@ -265,6 +268,7 @@ impl Host<'_> {
     /// committed when `write`. A cell that does not exist is empty (and a read creates nothing).
     fn transaction(
         &mut self,
+        id: Option<u64>,
         env: &str,
         scope: &str,
         op: &str,
@@ -277,7 +281,7 @@ impl Host<'_> {
             r.insert("cell".into(), json!({ "env": env, "scope": scope, "files": files }));
             r.insert("nowMs".into(), json!(WALL0 + self.now));
         }
-        let answer = self.api.transact(op, &request)?;
+        let answer = self.api.transact(id, op, &request)?;
         if write {
             let files = self.cells.entry(key.clone()).or_default();
             for change in answer.get("changes").and_then(Value::as_array).into_iter().flatten() {
@@ -326,14 +330,14 @@ impl Host<'_> {
                     };
                     let write = action.get("type").and_then(Value::as_str) == Some("store");
                     let request = action.get("request").cloned().unwrap_or_else(|| json!({}));
-                    self.transaction(&env, &scope, &op, request, write)
+                    self.transaction(Some(id), &env, &scope, &op, request, write)
                 }
             };
             let (outcome, result) = match outcome {
                 Ok(answer) => (json!({ "ok": answer }), json!({ "id": id, "op": name })),
                 Err(e) => {
                     let code = str_of(&e, "code");
-                    (json!({ "error": e }), json!({ "id": id, "op": name, "error": code }))
+                    (json!({ "error": with_hint(e) }), json!({ "id": id, "op": name, "error": code }))
                 }
             };
             results.push(result);
@@ -425,6 +429,15 @@ impl Host<'_> {
             (key.clone(), Value::Object(files))
         });
         Value::Object(cells.collect())
+    }
+}
+
+/// An error object as the core spells it (with its code's hint): what a binding on the typed loop reports
+/// becomes exactly that, so every binding feeds the machine the same.
+fn with_hint(e: Value) -> Value {
+    match e {
+        Value::Object(obj) => baton_core::CoreError::from_json(obj).to_json(),
+        other => other,
     }
 }
 

@@ -19,7 +19,7 @@ fn code(e: baton_core::CoreError) -> String {
 }
 
 impl RunApi for NativeRun {
-    fn transact(&mut self, op: &str, request: &Value) -> Result<Value, Value> {
+    fn transact(&mut self, _: Option<u64>, op: &str, request: &Value) -> Result<Value, Value> {
         match baton_core::api::invoke(op, &request.to_string()) {
             Ok(text) => {
                 serde_json::from_str(&text).map_err(|e| json!({ "code": "INTERNAL", "message": e.to_string() }))

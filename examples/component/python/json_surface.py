@@ -5,7 +5,8 @@
 - outside the `decisions` interface no function takes a `string` parameter or returns a string (`string`,
   `option<string>`, `result<string, _>`): `types`, `locks` and `leases` are typed all the way;
 - `stores` passes names, paths and file or process texts as strings (its doc comment says so: never JSON),
-  so there strings are allowed, but no JSON request: no string parameter named `request`, `config` or `json`;
+  and `runs` names (the holder, the run's cell), so there strings are allowed, but no JSON request: no
+  string parameter named `request`, `config` or `json`;
 - in `decisions`, the functions with a `request: string` parameter are printed, and there are at most
   CEILING of them. Lower CEILING when functions of `decisions` get WIT types. A new operation takes WIT
   types; one that cannot yet raises CEILING, and its commit says why.
@@ -18,13 +19,14 @@ import sys
 import wasmtime
 from wasmtime.component import Component, ComponentInstanceType, FuncType, OptionType, ResultType, String
 
-# 20 since the ledger change and its claim became the typed `ownership.change` resource (claim-cell,
-# claim-take, claim-facts, claim-free, ledger-intend, ledger-record, ledger-forget, ledger-check gone);
-# 28 before, 53 since `cell-steps` (issue 15: the run machine batches its steps in one transaction), JSON until the
+# 53 since `cell-steps` (issue 15: the run machine batches its steps in one transaction), JSON until the
 # run machine's actions are typed; 32 since the store building blocks, context detection, gc and render
-# moved to the typed `stores` (issue 12).
-CEILING = 20
-TEXT_INTERFACES = {"stores"}
+# moved to the typed `stores` (issue 12); 23 since the run machine's actions are typed (`runs`) and the lock-*
+# functions left (`locks.apply` decides them); 15 since a ledger change with its claim is the typed
+# `ownership.change` (claim-cell, claim-take, claim-facts, claim-free, ledger-intend, ledger-record,
+# ledger-forget, ledger-check gone).
+CEILING = 15
+TEXT_INTERFACES = {"stores", "runs"}
 JSON_NAMES = {"request", "config", "json"}
 PREFIX = "baton:core/"
 

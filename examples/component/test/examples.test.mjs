@@ -49,7 +49,7 @@ test("the Python example does the same through wasmtime's component API", () => 
   assert.match(out, /python example: all assertions held/);
 });
 
-test('the component imports nothing, and only decisions still takes JSON text (at most 53 requests)', (t) => {
+test('the component imports nothing, and only decisions still takes JSON text (at most CEILING requests, json_surface.py)', (t) => {
   need(component, 'run scripts/build-wasm.sh first');
   const python = path.join(dir, '.venv', 'bin', 'python');
   need(python, 'run scripts/setup.sh first (it makes the venv with wasmtime)');

@@ -4,8 +4,7 @@
 
 use crate::engine::CoreComponent;
 use crate::engine::wit::ownership as wo;
-use crate::engine::wit::types::Change;
-use crate::engine::{ChangeRef, cell_of};
+use crate::engine::{ChangeRef, cell_of, change_json};
 use crate::error::HostError;
 use crate::store::Store;
 use serde_json::{Value, json};
@@ -31,7 +30,7 @@ fn drive(core: &mut CoreComponent, store: &Store, c: &ChangeRef) -> Result<wo::C
         };
         match action {
             wo::ChangeAction::Done(answer) => return Ok(answer),
-            wo::ChangeAction::Failed(e) => return Err(crate::engine::from_wit_error(e)),
+            wo::ChangeAction::Failed(e) => return Err(crate::engine::from_wit(e)),
             wo::ChangeAction::ListScopes(l) => {
                 let listing = store.list(core, &l.env).map(|scopes| scopes.iter().map(listed).collect());
                 core.change_listing(c, l.id, listing)?;
@@ -57,13 +56,5 @@ fn listed(v: &Value) -> wo::ListedScope {
     wo::ListedScope {
         scope: v["scope"].as_str().unwrap_or_default().to_owned(),
         text: v["text"].as_str().map(str::to_owned),
-    }
-}
-
-/// A change as the stores commit it (`{op, file, content?}`).
-pub fn change_json(c: &Change) -> Value {
-    match c {
-        Change::Write(f) => json!({ "op": "write", "file": f.name, "content": f.content }),
-        Change::Delete(file) => json!({ "op": "delete", "file": file }),
     }
 }

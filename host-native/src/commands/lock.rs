@@ -1,7 +1,8 @@
-//! `baton lock acquire|release|status`.
+//! `baton lock acquire|renew|break|release|status`: the run machine (acquire) and typed lock transactions.
 
 use crate::cli::{AcquireArgs, BreakArgs, FenceArgs, ReleaseArgs, RenewArgs, TargetArgs};
-use crate::engine::CoreComponent;
+use crate::engine::wit::locks::{self, LockAnswer, LockOp};
+use crate::engine::{CoreComponent, changes_answer, lock_json, lock_json_or_null, lock_view_json};
 use crate::error::HostError;
 use crate::output::{Outcome, note};
 use crate::store::Store;
@@ -71,14 +72,14 @@ pub async fn acquire(core: CoreComponent, args: &AcquireArgs) -> (CoreComponent,
         Ok(t) => t,
         Err(e) => return (core, Err(e)),
     };
-    let mut config = match super::run_config("acquire", &args.lease, None) {
+    let mut config = match super::run_config(crate::engine::wit::runs::Job::Acquire, &args.lease, None) {
         Ok(c) => c,
         Err(e) => return (core, Err(e)),
     };
-    config["context"] = t.context.clone();
-    config["approvedBy"] = json!(args.approved_by);
-    config["holder"] = json!(args.holder);
-    let (core, verdict) = crate::driver::drive(core, t.store.clone(), &config, None).await;
+    config.context = Some(crate::engine::run_context(&t.context));
+    config.approved_by.clone_from(&args.approved_by);
+    config.holder.clone_from(&args.holder);
+    let (core, verdict) = crate::driver::drive(core, t.store.clone(), config, None).await;
     let outcome = match verdict.error {
         Some(e) => Err(e),
         None => {
@@ -106,22 +107,26 @@ pub async fn acquire(core: CoreComponent, args: &AcquireArgs) -> (CoreComponent,
 pub fn renew(core: &mut CoreComponent, args: &RenewArgs) -> Outcome {
     let (holder, epoch) = required_fence(&args.fence, "renewing")?;
     let t = target(core, &args.target)?;
-    let ttl = args.ttl;
-    let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
-        core.invoke(
-            "lock-renew",
-            &json!({ "cell": cell, "holder": holder, "epoch": epoch, "ttlMs": ttl, "nowMs": now }),
-        )
+    let op = LockOp::LockRenew(locks::RenewRequest { holder: holder.clone(), epoch, ttl_ms: args.ttl });
+    let mut lock = Value::Null;
+    t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
+        let grant = grant_of(core.lock_decide(&cell, now, &op)?)?;
+        lock = lock_json(&grant.lock);
+        Ok(changes_answer(&grant.changes))
     })?;
     if !args.target.json {
-        note(format!(
-            "renewed {}/{} ({holder}, epoch {epoch}) until {}",
-            t.env,
-            t.scope,
-            answer["lock"]["expiresAt"].as_str().unwrap_or("?")
-        ));
+        let until = lock["expiresAt"].as_str().unwrap_or("?");
+        note(format!("renewed {}/{} ({holder}, epoch {epoch}) until {until}", t.env, t.scope));
     }
-    Ok(data(&t, [("lock", answer["lock"].clone())]))
+    Ok(data(&t, [("lock", lock)]))
+}
+
+/// The grant of an acquire, renew or break (the core answers nothing else to them).
+fn grant_of(answer: LockAnswer) -> Result<locks::Grant, HostError> {
+    match answer {
+        LockAnswer::Grant(g) => Ok(g),
+        _ => Err(HostError::internal("the core answered a lock transaction with something other than a grant")),
+    }
 }
 
 /// `baton lock break`.
@@ -133,34 +138,45 @@ pub fn break_lock(core: &mut CoreComponent, args: &BreakArgs) -> Outcome {
         Some(h) => h,
         None => format!("break-{}", crate::random::hex(4)?),
     };
-    let (ttl, reason) = (args.ttl, args.reason.clone());
-    let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
-        core.invoke(
-            "lock-break",
-            &json!({ "cell": cell, "holder": holder, "ttlMs": ttl, "nowMs": now, "reason": reason }),
-        )
+    let op = LockOp::LockBreak(locks::BreakRequest {
+        holder: holder.clone(),
+        ttl_ms: args.ttl,
+        reason: args.reason.clone(),
+    });
+    let (mut lock, mut preempted) = (Value::Null, Value::Null);
+    t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
+        let grant = grant_of(core.lock_decide(&cell, now, &op)?)?;
+        lock = lock_json(&grant.lock);
+        preempted = lock_json_or_null(grant.preempted.as_ref());
+        Ok(changes_answer(&grant.changes))
     })?;
     if !args.target.json {
-        let previous = answer["preempted"]["holder"].as_str().unwrap_or("nobody");
+        let previous = preempted["holder"].as_str().unwrap_or("nobody");
         note(format!(
             "broke the lock of {}/{} (held by {previous}); {holder} holds it now (epoch {})",
-            t.env, t.scope, answer["lock"]["epoch"]
+            t.env, t.scope, lock["epoch"]
         ));
         println!("{holder}");
     }
-    Ok(data(&t, [("lock", answer["lock"].clone()), ("preempted", answer["preempted"].clone())]))
+    Ok(data(&t, [("lock", lock), ("preempted", preempted)]))
 }
 
 /// `baton lock release`.
 pub fn release(core: &mut CoreComponent, args: &ReleaseArgs) -> Outcome {
     let holder = required_holder(&args.fence, "releasing")?;
     let t = target(core, &args.target)?;
-    let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, _now| {
-        core.invoke("lock-release", &json!({ "cell": cell, "holder": holder, "epoch": args.fence.epoch }))
+    let op = LockOp::LockRelease(locks::ReleaseRequest { holder: holder.clone(), epoch: args.fence.epoch });
+    let (mut released, mut current) = (false, Value::Null);
+    t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
+        let LockAnswer::Release(outcome) = core.lock_decide(&cell, now, &op)? else {
+            return Err(HostError::internal("the core answered a release with something other than its outcome"));
+        };
+        released = outcome.released;
+        current = lock_json_or_null(outcome.current.as_ref());
+        Ok(changes_answer(&outcome.changes))
     })?;
-    let released = answer["released"].as_bool().unwrap_or(false);
     if !args.target.json {
-        match (&answer["current"], released) {
+        match (&current, released) {
             (_, true) => note(format!("released {}/{} ({holder})", t.env, t.scope)),
             (Value::Null, false) => {
                 note(format!("nothing to release: {}/{} is not locked by {holder}", t.env, t.scope))
@@ -174,16 +190,18 @@ pub fn release(core: &mut CoreComponent, args: &ReleaseArgs) -> Outcome {
             )),
         }
     }
-    Ok(data(&t, [("released", released.into()), ("current", answer["current"].clone())]))
+    Ok(data(&t, [("released", released.into()), ("current", current)]))
 }
 
 /// `baton lock status`.
 pub fn status(core: &mut CoreComponent, args: &TargetArgs) -> Outcome {
     let t = target(core, args)?;
-    let answer = t.store.read(core, &t.env, &t.scope, |core, cell, now| {
-        core.invoke("lock-read", &json!({ "cell": cell, "nowMs": now }))
+    let lock = t.store.read(core, &t.env, &t.scope, |core, cell, now| {
+        match core.lock_decide(&cell, now, &LockOp::LockRead)? {
+            LockAnswer::Read(view) => Ok(view.as_ref().map_or(Value::Null, lock_view_json)),
+            _ => Err(HostError::internal("the core answered a read with something other than the lock")),
+        }
     })?;
-    let lock = answer["lock"].clone();
     if !args.json {
         if lock.is_null() {
             note(format!("{}/{} is free", t.env, t.scope));

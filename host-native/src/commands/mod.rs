@@ -9,9 +9,10 @@ pub mod scope;
 pub mod write;
 
 use crate::engine::CoreComponent;
+use crate::engine::wit::runs::{Job, RunConfig};
 use crate::error::HostError;
 use crate::store::{DirStore, EtcdStore, GitEnv, GitStore, Store};
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Opens the store named by `spec` (`--store` / `BATON_STORE`), or the default: `.baton/` at the repository
 /// root, or for `baton run` in CI (`CI` set, as every CI system does) with an `origin` remote, that remote.
@@ -89,24 +90,18 @@ fn open_answered(core: &mut CoreComponent, request: &serde_json::Value) -> Resul
     }
 }
 
-/// The run machine's configuration for `job` (`acquire`, `run`, `destroy`, `object`): the lease options
+/// The run machine's configuration for `job`: the lease options
 /// given, fresh randomness, the grace.
 pub(crate) fn run_config(
-    job: &str,
+    job: Job,
     lease: &crate::cli::LeaseArgs,
     cancel_grace: Option<u64>,
-) -> Result<Value, HostError> {
-    let mut config = json!({ "job": job, "random": crate::random::hex(20)?, "wait": lease.wait });
-    for (key, value) in [
-        ("ttlMs", lease.ttl),
-        ("waitTimeoutMs", lease.wait_timeout),
-        ("pollMs", lease.poll_interval),
-        ("cancelGraceMs", cancel_grace),
-    ] {
-        if let Some(v) = value {
-            config[key] = v.into();
-        }
-    }
+) -> Result<RunConfig, HostError> {
+    let mut config = crate::engine::run_config(job, crate::random::hex(20)?, lease.wait);
+    config.ttl_ms = lease.ttl;
+    config.wait_timeout_ms = lease.wait_timeout;
+    config.poll_ms = lease.poll_interval;
+    config.cancel_grace_ms = cancel_grace;
     Ok(config)
 }
 

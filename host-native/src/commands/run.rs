@@ -7,9 +7,10 @@ use super::run_config;
 use crate::cli::{ObjectArgs, RunArgs};
 use crate::driver::{Verdict, drive};
 use crate::engine::CoreComponent;
+use crate::engine::wit::runs::{Job, ObjectTarget};
 use crate::output::Outcome;
 use crate::work::Work;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// What `baton run` ended with: the outcome to render, and the exit code when it is not the error code's
 /// (CMD's own code, 127 when it could not start, or 128 + signal).
@@ -22,16 +23,16 @@ pub struct RunEnd {
 
 /// `baton run`.
 pub async fn run(core: CoreComponent, args: &RunArgs) -> (CoreComponent, RunEnd) {
-    scoped(core, args, "run").await
+    scoped(core, args, Job::Run).await
 }
 
 /// `baton destroy`.
 pub async fn destroy(core: CoreComponent, args: &RunArgs) -> (CoreComponent, RunEnd) {
-    scoped(core, args, "destroy").await
+    scoped(core, args, Job::Destroy).await
 }
 
-async fn scoped(mut core: CoreComponent, args: &RunArgs, job: &str) -> (CoreComponent, RunEnd) {
-    let t = match target_for(&mut core, &args.target, job == "run") {
+async fn scoped(mut core: CoreComponent, args: &RunArgs, job: Job) -> (CoreComponent, RunEnd) {
+    let t = match target_for(&mut core, &args.target, job == Job::Run) {
         Ok(t) => t,
         Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
@@ -39,10 +40,10 @@ async fn scoped(mut core: CoreComponent, args: &RunArgs, job: &str) -> (CoreComp
         Ok(c) => c,
         Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    config["context"] = t.context.clone();
-    config["approvedBy"] = json!(args.approved_by);
+    config.context = Some(crate::engine::run_context(&t.context));
+    config.approved_by.clone_from(&args.approved_by);
     let work = Work { cmd: args.cmd.clone(), json: args.target.json, store_spec: t.store.export_spec() };
-    let (core, verdict) = drive(core, t.store.clone(), &config, Some(work)).await;
+    let (core, verdict) = drive(core, t.store.clone(), config, Some(work)).await;
     let end = end_of(verdict, |fields| {
         let mut d = data(&t, []);
         d.extend(fields);
@@ -63,14 +64,14 @@ pub async fn lock_object(core: CoreComponent, args: &ObjectArgs) -> (CoreCompone
         Ok(s) => s,
         Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    let mut config = match run_config("object", &args.lease, args.cancel_grace) {
+    let mut config = match run_config(Job::Object, &args.lease, args.cancel_grace) {
         Ok(c) => c,
         Err(e) => return (core, RunEnd { outcome: Err(e), exit: None }),
     };
-    config["object"] = json!({ "identity": args.identity, "secrets": secrets });
+    config.object = Some(ObjectTarget { identity: args.identity.clone(), secrets });
     let work = Work { cmd: args.cmd.clone(), json: args.json, store_spec: store.export_spec() };
     let spec = store.spec();
-    let (core, verdict) = drive(core, store.clone(), &config, Some(work)).await;
+    let (core, verdict) = drive(core, store.clone(), config, Some(work)).await;
     let end = end_of(verdict, |fields| {
         let ctx = fields.get("context").cloned().unwrap_or(Value::Null);
         let mut data = serde_json::Map::new();

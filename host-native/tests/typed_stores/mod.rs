@@ -124,6 +124,22 @@ pub(crate) fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<
         "detect-context" => parse(input).and_then(|r: baton_core::context::ContextInput| {
             print(core.detect_context(&convert::context_request_out(r)).map(convert::detection_back))
         }),
+        "lock-acquire" | "lock-renew" | "lock-release" | "lock-read" | "lock-break" => lock_step(core, op, input),
         _ => return None,
     })
+}
+
+/// A lock transaction through the typed `locks.apply`: the step's request (without `cell` and `nowMs`) read
+/// as the core's `LockOp`, the answer printed as the core's `LockAnswer` (the JSON operation's spelling).
+fn lock_step(core: &mut CoreComponent, op: &str, input: &str) -> Answer {
+    let mut request: serde_json::Value = parse(input)?;
+    let obj = request.as_object_mut().ok_or_else(|| HostError::internal("invalid request: not an object"))?;
+    let cell: baton_core::cell::Cell = match obj.remove("cell") {
+        Some(c) => serde_json::from_value(c).map_err(|e| HostError::internal(format!("invalid request: {e}")))?,
+        None => return Err(HostError::internal("invalid request: missing field `cell`")),
+    };
+    let now = obj.remove("nowMs").and_then(|n| n.as_i64()).unwrap_or_default();
+    let lock_op: baton_core::typed::LockOp = parse(&serde_json::json!({ "op": op, "request": request }).to_string())?;
+    let answer = core.lock_apply(&convert::cell_out(cell), now, &convert::lock_op_out(lock_op))?;
+    print(answer.map(convert::lock_answer_back).map_err(baton_native::engine::from_wit))
 }
