@@ -92,7 +92,7 @@ class Host {
       case 'work-ended':
         this.need();
         assert.equal(this.work, 'running', 'work-ended, but no work is running');
-        binding(() => this.run.workEnded(JSON.stringify(step.end ?? null), this.now));
+        binding(() => this.run.workEnded(step.end ?? null, this.now));
         this.work = 'ended';
         break;
       case 'signal':
@@ -116,7 +116,7 @@ class Host {
   create(config) {
     assert.ok(!this.run || this.done, 'a run is created while the previous one is not done');
     this.assertFinished();
-    const run = binding(() => new this.Run(JSON.stringify(config ?? null)));
+    const run = binding(() => new this.Run(config ?? null));
     this.run?.free();
     this.run = run;
     if (config.object) {
@@ -175,7 +175,7 @@ class Host {
       }
       const op = nameOf(action);
       results.push(outcome.error ? { id: action.id, op, error: outcome.error.code } : { id: action.id, op });
-      binding(() => this.run.handleStoreResult(action.id, JSON.stringify(outcome), this.now));
+      binding(() => this.run.handleStoreResult(action.id, outcome, this.now));
       this.drain(actions);
     }
     assert.ok(results.length > 0, 'nothing to carry out: no store or read action is pending (or all are held)');
@@ -200,9 +200,8 @@ class Host {
 
   /** Polls every action, checking what a host can check, and keeps the store and read actions pending. */
   drain(actions) {
-    for (let text = this.run.pollAction(); text !== undefined; text = this.run.pollAction()) {
-      const a = JSON.parse(text);
-      const where = `: ${text}`;
+    for (let a = this.run.pollAction(); a !== undefined; a = this.run.pollAction()) {
+      const where = `: ${JSON.stringify(a)}`;
       assert.ok(!this.done, `an action after \`done\`${where}`);
       const running = this.work === 'running';
       if (a.type === 'store' || a.type === 'read') {

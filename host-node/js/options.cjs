@@ -93,7 +93,7 @@ function leaseConfig(options) {
   }
   let holder;
   try {
-    const probe = new wasm.Run(JSON.stringify(acquire));
+    const probe = new wasm.Run(acquire);
     holder = probe.holder;
     probe.free();
   } catch (e) {

@@ -113,7 +113,7 @@ class RunLease extends FencedRun {
     }
     const code = 'thrown' in outcome ? 1 : 0;
     try {
-      this.#loop.command((r, now) => r.workEnded(JSON.stringify({ kind: 'exited', code }), now));
+      this.#loop.command((r, now) => r.workEnded({ kind: 'exited', code }, now));
     } catch {
       // Refused: the work ended the run its own way (a finish that did not land, kept open): end it.
       this.#loop.command((r, now) => r.release(now));
@@ -131,7 +131,7 @@ class RunLease extends FencedRun {
     this.#givenUp = true;
     this.#phase = 'ending';
     this.#keepAliveAsNeeded();
-    this.#loop.command((r, now) => r.workEnded(JSON.stringify({ kind: 'signalled', signal: 9 }), now));
+    this.#loop.command((r, now) => r.workEnded({ kind: 'signalled', signal: 9 }, now));
   }
 
   #onLease(event) {

@@ -53,6 +53,14 @@ fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, JsValue> {
 }
 
 /// A JS number as whole milliseconds: finite, integral and within 0..=2^53.
+/// `value` (a plain object, read as `JSON.stringify` would write it) as the core's type `T`; `INTERNAL`
+/// naming `what` when it is not one.
+fn typed<T: serde::de::DeserializeOwned>(what: &str, value: &JsValue) -> Result<T, JsValue> {
+    let bad = |e: String| core_error(baton_core::CoreError::internal(format!("invalid {what}: {e}")));
+    let json = request::json_of(value).map_err(bad)?;
+    serde_json::from_value(json).map_err(|e| bad(e.to_string()))
+}
+
 fn ms(now: f64) -> Result<u64, JsValue> {
     if now.is_finite() && now >= 0.0 && now.fract() == 0.0 && now <= 9_007_199_254_740_992.0 {
         Ok(now as u64)
@@ -124,16 +132,19 @@ impl Lease {
 }
 
 /// One run from approval to verdict (`baton_core::run`). Times are the host's monotonic clock in whole
-/// milliseconds; the configuration, results, work ends and actions are JSON text.
+/// milliseconds; the configuration, results, work ends and actions are plain objects (serde-wasm-bindgen),
+/// no JSON text.
 #[wasm_bindgen]
 pub struct Run(baton_core::run::RunMachine);
 
 #[wasm_bindgen]
 impl Run {
-    /// Creates a run machine from its JSON configuration; throws ENV_NOT_APPROVED, USAGE or INTERNAL.
+    /// Creates a run machine from its configuration (`baton_core::run::RunConfig`, a plain object read as
+    /// `JSON.stringify` would write it); throws ENV_NOT_APPROVED, USAGE or INTERNAL.
     #[wasm_bindgen(constructor)]
-    pub fn new(config: &str) -> Result<Self, JsValue> {
-        baton_core::run::json::run_new(config).map(Self).map_err(core_error)
+    pub fn new(config: JsValue) -> Result<Self, JsValue> {
+        let config = typed::<baton_core::run::RunConfig>("run configuration", &config)?;
+        baton_core::run::RunMachine::new(config).map(Self).map_err(core_error)
     }
     /// The holder name of the run's lock.
     #[wasm_bindgen(getter)]
@@ -154,10 +165,12 @@ impl Run {
     pub fn start(&mut self, now: f64) -> Result<(), JsValue> {
         self.0.start(ms(now)?).map_err(core_error)
     }
-    /// The work ended (`{"kind":"exited","code":0}`, ... as JSON text).
+    /// The work ended: `{kind: "exited", code}`, `{kind: "signalled", signal}` or `{kind: "not-started",
+    /// message}`.
     #[wasm_bindgen(js_name = workEnded)]
-    pub fn work_ended(&mut self, end: &str, now: f64) -> Result<(), JsValue> {
-        baton_core::run::json::run_work_ended(&mut self.0, end, ms(now)?).map_err(core_error)
+    pub fn work_ended(&mut self, end: JsValue, now: f64) -> Result<(), JsValue> {
+        let end = typed::<baton_core::run::WorkEnd>("work end", &end)?;
+        self.0.work_ended(end, ms(now)?).map_err(core_error)
     }
     /// A cancel signal reached the process: `interrupt` or `terminate`.
     pub fn signal(&mut self, signal: &str, now: f64) -> Result<(), JsValue> {
@@ -178,15 +191,21 @@ impl Run {
         self.0.handle_timeout(ms(now)?);
         Ok(())
     }
-    /// Reports the outcome of store or read request `id`.
+    /// Reports the outcome of store or read request `id`: `{ok: answer}` or `{error: {code, message, ...}}`,
+    /// a plain object.
     #[wasm_bindgen(js_name = handleStoreResult)]
-    pub fn handle_store_result(&mut self, id: f64, result: &str, now: f64) -> Result<(), JsValue> {
-        baton_core::run::json::run_store_result(&mut self.0, ms(id)?, result, ms(now)?).map_err(core_error)
+    pub fn handle_store_result(&mut self, id: f64, result: JsValue, now: f64) -> Result<(), JsValue> {
+        let result = typed::<baton_core::lease::StoreResult>("store result", &result)?;
+        self.0.handle_store_result(ms(id)?, result, ms(now)?).map_err(core_error)
     }
-    /// The next action as JSON text, or `undefined`.
+    /// The next action as a plain object (`baton_core::run::RunAction`: `{type: "store", id, cell?, op,
+    /// request, deadlineMs}`, `{type: "start-work", ...}`, ..., `{type: "done", verdict}`), or `undefined`.
     #[wasm_bindgen(js_name = pollAction)]
-    pub fn poll_action(&mut self) -> Option<String> {
-        baton_core::run::json::run_poll_action(&mut self.0)
+    pub fn poll_action(&mut self) -> Result<JsValue, JsValue> {
+        match self.0.poll_action() {
+            None => Ok(JsValue::UNDEFINED),
+            Some(action) => to_js(&action),
+        }
     }
     /// When to call `handleTimeout` next, or `undefined`.
     #[wasm_bindgen(js_name = pollTimeout)]

@@ -227,7 +227,7 @@ test('the journey runner catches a machine that breaks the guarantees', () => {
       queue = [];
       holder = 'scripted';
       start() {
-        this.queue.push(...actions.map((a) => JSON.stringify(a)));
+        this.queue.push(...actions);
       }
       pollAction() {
         return this.queue.shift();

@@ -68,7 +68,7 @@ function drive(store, config, work) {
         const started = { cmd: work.cmd, json: work.json, storeSpec: exportSpecOf(store), env: action.env, deleteList: action.delete };
         running = startWork(started, (end) => {
           running = null;
-          loop.command((r, now) => r.workEnded(JSON.stringify(end), now));
+          loop.command((r, now) => r.workEnded(end, now));
         });
       },
       signal: (signal) => running?.signal(signal),

@@ -53,7 +53,7 @@ class RunLoop {
    */
   constructor(store, config, hooks) {
     try {
-      this.#run = new wasm.Run(JSON.stringify(config));
+      this.#run = new wasm.Run(config);
     } catch (e) {
       throw asBatonError(e, 'the run machine failed');
     }
@@ -113,7 +113,7 @@ class RunLoop {
       return this.#fail(e);
     }
     try {
-      for (let text = run.pollAction(); text !== undefined; text = run.pollAction()) actions.push(JSON.parse(text));
+      for (let action = run.pollAction(); action !== undefined; action = run.pollAction()) actions.push(action);
       this.#arm(run.pollTimeout());
     } catch (e) {
       return this.#fail(e);
@@ -179,7 +179,7 @@ class RunLoop {
           return { error };
         },
       )
-      .then((result) => this.#step((r, now) => r.handleStoreResult(id, JSON.stringify(result), now)));
+      .then((result) => this.#step((r, now) => r.handleStoreResult(id, result, now)));
   }
 
   /** Replaces the timer with one for `at` (monotonic ms), or none. */

@@ -133,7 +133,8 @@ exports.Lease = Lease;
 
 /**
  * One run from approval to verdict (`baton_core::run`). Times are the host's monotonic clock in whole
- * milliseconds; the configuration, results, work ends and actions are JSON text.
+ * milliseconds; the configuration, results, work ends and actions are plain objects (serde-wasm-bindgen),
+ * no JSON text.
  */
 class Run {
     __destroy_into_raw() {
@@ -186,17 +187,14 @@ class Run {
         }
     }
     /**
-     * Reports the outcome of store or read request `id`.
+     * Reports the outcome of store or read request `id`: `{ok: answer}` or `{error: {code, message, ...}}`,
+     * a plain object.
      * @param {number} id
-     * @param {string} result
+     * @param {any} result
      * @param {number} now
      */
     handleStoreResult(id, result, now) {
-        const val2 = +id;
-        const val3 = +now;
-        const ptr0 = passStringToWasm0(result, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
-        const ret = wasm.run_handleStoreResult(this.__wbg_ptr, val2, ptr0, len0, val3);
+        const ret = wasm.run_handleStoreResult(this.__wbg_ptr, id, result, now);
         if (ret[1]) {
             throw takeFromExternrefTable0(ret[0]);
         }
@@ -236,13 +234,12 @@ class Run {
         return ret !== 0;
     }
     /**
-     * Creates a run machine from its JSON configuration; throws ENV_NOT_APPROVED, USAGE or INTERNAL.
-     * @param {string} config
+     * Creates a run machine from its configuration (`baton_core::run::RunConfig`, a plain object read as
+     * `JSON.stringify` would write it); throws ENV_NOT_APPROVED, USAGE or INTERNAL.
+     * @param {any} config
      */
     constructor(config) {
-        const ptr0 = passStringToWasm0(config, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
-        const ret = wasm.run_new(ptr0, len0);
+        const ret = wasm.run_new(config);
         if (ret[2]) {
             throw takeFromExternrefTable0(ret[1]);
         }
@@ -251,17 +248,16 @@ class Run {
         return this;
     }
     /**
-     * The next action as JSON text, or `undefined`.
-     * @returns {string | undefined}
+     * The next action as a plain object (`baton_core::run::RunAction`: `{type: "store", id, cell?, op,
+     * request, deadlineMs}`, `{type: "start-work", ...}`, ..., `{type: "done", verdict}`), or `undefined`.
+     * @returns {any}
      */
     pollAction() {
         const ret = wasm.run_pollAction(this.__wbg_ptr);
-        let v1;
-        if (ret[0] !== 0) {
-            v1 = getStringFromWasm0(ret[0], ret[1]);
-            wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
         }
-        return v1;
+        return takeFromExternrefTable0(ret[0]);
     }
     /**
      * When to call `handleTimeout` next, or `undefined`.
@@ -334,15 +330,13 @@ class Run {
         return ret[0];
     }
     /**
-     * The work ended (`{"kind":"exited","code":0}`, ... as JSON text).
-     * @param {string} end
+     * The work ended: `{kind: "exited", code}`, `{kind: "signalled", signal}` or `{kind: "not-started",
+     * message}`.
+     * @param {any} end
      * @param {number} now
      */
     workEnded(end, now) {
-        const val2 = +now;
-        const ptr0 = passStringToWasm0(end, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-        const len0 = WASM_VECTOR_LEN;
-        const ret = wasm.run_workEnded(this.__wbg_ptr, ptr0, len0, val2);
+        const ret = wasm.run_workEnded(this.__wbg_ptr, end, now);
         if (ret[1]) {
             throw takeFromExternrefTable0(ret[0]);
         }
