@@ -32,22 +32,6 @@ mod etcd_convert {
     include!("../../component/src/etcd_convert.rs");
 }
 
-/// Core operations the component no longer exports as functions: a ledger change with its claim is the
-/// `ownership.change` resource (`core/src/claims/machine.rs`), which calls these very Rust functions
-/// (`core/src/claims/steps.rs`; `host-native/tests/ownership_component.rs` drives it through the component).
-/// Their corpus steps still run natively here and through the npm package (`api` operations), so the
-/// component's transcript takes them from the native core.
-const NOT_COMPONENT_FUNCTIONS: [&str; 8] = [
-    "claim-cell",
-    "claim-take",
-    "claim-facts",
-    "claim-free",
-    "ledger-intend",
-    "ledger-record",
-    "ledger-forget",
-    "ledger-check",
-];
-
 /// An `etcd-*` step through the component's typed `etcd` interface: the corpus's JSON request as WIT records
 /// (read through the core's types), the answer back as the JSON the core's operation answers.
 fn etcd_step(core: &mut CoreComponent, op: &str, input: &str) -> Result<String, String> {
@@ -207,9 +191,6 @@ fn conformance_corpus_through_the_component() {
             }
             if op.starts_with("etcd-") {
                 return etcd_step(lease.core, op, input);
-            }
-            if NOT_COMPONENT_FUNCTIONS.contains(&op) {
-                return baton_core::api::invoke(op, input).map_err(|e| e.code.as_str().to_owned());
             }
             let request: serde_json::Value = serde_json::from_str(input).map_err(|_| "INTERNAL".to_owned())?;
             lease.core.invoke(op, &request).map(|v| v.to_string()).map_err(|e| e.code)

@@ -119,11 +119,6 @@ impl RunApi for ComponentRun<'_> {
                 answer.and_then(|text| serde_json::from_str(&text).map_err(|e| HostError::internal(e.to_string())));
             return answer.map_err(|e| e.to_json());
         }
-        if crate::NOT_COMPONENT_FUNCTIONS.contains(&op) {
-            // The work's own ledger calls: the component has them as `ownership.change` only (scenarios.rs).
-            let answer = baton_core::api::invoke(op, &request.to_string()).map_err(|e| e.to_json())?;
-            return serde_json::from_str(&answer).map_err(|e| HostError::internal(e.to_string()).to_json());
-        }
         self.core.invoke(op, request).map_err(|e| e.to_json())
     }
     fn create(&mut self, config: &Value) -> Result<String, String> {
