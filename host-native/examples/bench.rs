@@ -8,6 +8,7 @@
 mod figures;
 
 use baton_native::engine::CoreComponent;
+use baton_native::engine::wit::locks::FencedWriteRequest;
 use baton_native::store::DirStore;
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
@@ -194,11 +195,10 @@ fn main() {
             .expect("acquires");
         let epoch = lock["lock"]["epoch"].clone();
         store
-            .transact(&mut core, "preview", &scope, |core, cell, _| {
-                core.invoke(
-                    "fenced-write",
-                    &json!({ "cell": cell, "holder": holder, "epoch": epoch, "file": "state.json", "content": "{}" }),
-                )
+            .transact(&mut core, "preview", &scope, |core, cell, now| {
+                let epoch = epoch.as_u64().unwrap_or_default();
+                let (holder, file, content) = (holder.clone(), "state.json".to_owned(), "{}".to_owned());
+                core.fenced_write(&cell, now, FencedWriteRequest { holder, epoch, file, content })
             })
             .expect("writes");
         store

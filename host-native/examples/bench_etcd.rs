@@ -13,6 +13,7 @@ mod figures;
 use baton_native::commands::open_store;
 use baton_native::engine::CoreComponent;
 use baton_native::engine::wit::etcd;
+use baton_native::engine::wit::locks::FencedWriteRequest;
 use baton_native::engine::wit::types::{CellFile, Change};
 use etcd_client::{Client, Compare, CompareOp, Txn, TxnOp};
 use serde_json::{Value, json};
@@ -160,11 +161,10 @@ fn main() {
             .expect("acquires");
         let epoch = lock["lock"]["epoch"].clone();
         store
-            .transact(&mut core, "preview", "pr-2", |core, cell, _| {
-                core.invoke(
-                    "fenced-write",
-                    &json!({ "cell": cell, "holder": holder, "epoch": epoch, "file": "state.json", "content": "{}" }),
-                )
+            .transact(&mut core, "preview", "pr-2", |core, cell, now| {
+                let epoch = epoch.as_u64().unwrap_or_default();
+                let (holder, file, content) = (holder.clone(), "state.json".to_owned(), "{}".to_owned());
+                core.fenced_write(&cell, now, FencedWriteRequest { holder, epoch, file, content })
             })
             .expect("writes");
         store
@@ -214,14 +214,17 @@ fn main() {
     let held = json!({ "env": "preview", "scope": "pr-2", "files": { "lock.json": lock_record, "epoch.json": "{\n  \"epoch\": 1\n}\n" } });
     let now_ms = 1_767_225_601_000i64; // within the lock record's minute
     let one_op = |core: &mut CoreComponent, op: &str| {
-        let request = match op {
-            "lock-acquire" => json!({ "cell": empty, "holder": "inproc-1", "ttlMs": 60_000, "nowMs": now_ms }),
-            "fenced-write" => {
-                json!({ "cell": held, "holder": "inproc-1", "epoch": 1, "file": "state.json", "content": "{}" })
+        let answer = match op {
+            "lock-acquire" => {
+                core.invoke(op, &json!({ "cell": empty, "holder": "inproc-1", "ttlMs": 60_000, "nowMs": now_ms }))
             }
-            _ => json!({ "cell": held, "holder": "inproc-1", "epoch": 1 }),
-        };
-        let answer = core.invoke(op, &request).expect("the core decides");
+            "fenced-write" => {
+                let (holder, file, content) = ("inproc-1".to_owned(), "state.json".to_owned(), "{}".to_owned());
+                core.fenced_write(&held, now_ms, FencedWriteRequest { holder, epoch: 1, file, content })
+            }
+            _ => core.invoke(op, &json!({ "cell": held, "holder": "inproc-1", "epoch": 1 })),
+        }
+        .expect("the core decides");
         // The store's plan of the commit, through the typed `etcd` interface as the store asks it.
         let changes = answer["changes"].as_array().into_iter().flatten().map(|c| match c["op"].as_str() {
             Some("write") => Change::Write(CellFile {

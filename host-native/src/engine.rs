@@ -23,10 +23,12 @@ mod bindings {
 
 // ELF only: `.text.*` sections are merged into the executable text by the linker (Mach-O and PE name
 // sections differently); elsewhere the copying load below is the only one.
+mod commands;
 #[cfg(target_os = "linux")]
 mod in_place;
 mod run;
 mod stores;
+pub use commands::{change_json, lock_json, scope_report_json};
 pub use run::RunRef;
 pub use stores::{cell_of, change_of, code_name, code_of, wit_error};
 
@@ -35,9 +37,9 @@ use bindings::exports::baton::core::types::Error as WitError;
 use bindings::exports::baton::core::{leases as wl, locks as wlocks};
 
 /// The generated types of the component's typed interfaces (`wit/types.wit`, `locks.wit`, `lease.wit`,
-/// `stores.wit`, `etcd.wit`).
+/// `stores.wit`, `etcd.wit`, `commands.wit`).
 pub mod wit {
-    pub use super::bindings::exports::baton::core::{etcd, leases, locks, stores, types};
+    pub use super::bindings::exports::baton::core::{commands, etcd, leases, locks, stores, types};
 }
 
 /// The component bytes this binary was built with.
@@ -126,17 +128,11 @@ impl CoreComponent {
             "cell-files" => {
                 return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?).to_string());
             }
-            "store-spec" => d.call_store_spec(s, &req),
             "lock-acquire" => d.call_lock_acquire(s, &req),
             "lock-renew" => d.call_lock_renew(s, &req),
             "lock-release" => d.call_lock_release(s, &req),
             "lock-read" => d.call_lock_read(s, &req),
             "lock-break" => d.call_lock_break(s, &req),
-            "fence-check" => d.call_fence_check(s, &req),
-            "fenced-write" => d.call_fenced_write(s, &req),
-            "succession" => d.call_succession(s, &req),
-            "parent-cell" => d.call_parent_cell(s, &req),
-            "approval" => d.call_approval(s, &req),
             "run-begin" => d.call_run_begin(s, &req),
             "run-finish" => d.call_run_finish(s, &req),
             "ledger-intend" => d.call_ledger_intend(s, &req),
@@ -145,14 +141,11 @@ impl CoreComponent {
             "ledger-check" => d.call_ledger_check(s, &req),
             "handover" => d.call_handover(s, &req),
             "destroy-plan" => d.call_destroy_plan(s, &req),
-            "scope-status" => d.call_scope_status(s, &req),
-            "receipt-parse" => d.call_receipt_parse(s, &req),
             "claim-cell" => d.call_claim_cell(s, &req),
             "claim-take" => d.call_claim_take(s, &req),
             "claim-facts" => d.call_claim_facts(s, &req),
             "claim-free" => d.call_claim_free(s, &req),
             "claim-move" => d.call_claim_move(s, &req),
-            "command-line" => d.call_command_line(s, &req),
             "cell-steps" => d.call_cell_steps(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));
@@ -294,7 +287,7 @@ impl CoreComponent {
     }
 }
 
-fn from_wit(e: WitError) -> HostError {
+pub(crate) fn from_wit(e: WitError) -> HostError {
     match serde_json::from_str::<Value>(&e.json) {
         Ok(Value::Object(obj)) => HostError::from_json(obj),
         _ => HostError::internal(e.message),

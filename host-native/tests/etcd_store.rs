@@ -7,6 +7,7 @@ mod common;
 
 use baton_native::commands::open_store;
 use baton_native::engine::CoreComponent;
+use baton_native::engine::wit::locks::FencedWriteRequest;
 use baton_native::error::HostError;
 use baton_native::store::Store;
 use common::etcd::Etcd;
@@ -149,6 +150,14 @@ fn decide(
     store.transact(core, "preview", "cached", |core, cell, now| {
         seen.push(cell["files"].clone());
         let mut request = request.clone();
+        if op == "fenced-write" {
+            // A lock transaction of `locks.apply`, not a JSON operation.
+            let text = |k: &str| request[k].as_str().unwrap_or_default().to_owned();
+            let epoch = request["epoch"].as_u64().unwrap_or_default();
+            let write =
+                FencedWriteRequest { holder: text("holder"), epoch, file: text("file"), content: text("content") };
+            return core.fenced_write(&cell, now, write);
+        }
         request["cell"] = cell;
         request["nowMs"] = now.into();
         core.invoke(op, &request)

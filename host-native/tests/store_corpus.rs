@@ -13,6 +13,7 @@ mod common;
 
 use backend::{Daemon, Kind, Location, Place};
 use baton_native::engine::CoreComponent;
+use baton_native::engine::wit::commands::StoreRequest;
 use baton_native::error::HostError;
 use baton_native::store::Store;
 use common::{GitTemp, TempDir, command, envelope, json_in};
@@ -108,9 +109,18 @@ fn hex(text: &str) -> Vec<u8> {
 impl Case<'_> {
     fn open(&self, wait: Option<&str>) -> Result<Handle, HostError> {
         let mut core = CoreComponent::load()?;
-        let request = json!({
-            "spec": self.at.spec, "cwd": self.cwd.display().to_string(), "mutexWaitMs": wait, "etcd": self.at.etcd_vars(),
-        });
+        let request = StoreRequest {
+            spec: Some(self.at.spec.clone()),
+            cwd: self.cwd.display().to_string(),
+            mutex_wait_ms: wait.map(str::to_owned),
+            etcd: self.at.etcd_vars(),
+            repo_root: None,
+            prefix: None,
+            budget_ms: None,
+            run: false,
+            ci: false,
+            origin: None,
+        };
         let store = baton_native::commands::open_spec(&mut core, &request)?;
         Ok(Handle { core, store, stale: self.sabotaged.then(BTreeMap::new) })
     }

@@ -128,7 +128,7 @@ pub fn renew(core: &mut CoreComponent, args: &RenewArgs) -> Outcome {
 pub fn break_lock(core: &mut CoreComponent, args: &BreakArgs) -> Outcome {
     let t = target(core, &args.target)?;
     // Breaking takes the lock: production needs an approver here too.
-    core.invoke("approval", &json!({ "env": t.env, "approvedBy": args.approved_by }))?;
+    core.approval(&t.env, args.approved_by.as_deref())?;
     let holder = match args.holder.clone().filter(|h| !h.trim().is_empty()) {
         Some(h) => h,
         None => format!("break-{}", crate::random::hex(4)?),
