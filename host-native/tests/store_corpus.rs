@@ -10,6 +10,21 @@
 #[path = "store_corpus/backend.rs"]
 mod backend;
 mod common;
+#[allow(dead_code)]
+mod typed_commands;
+
+/// The core's types to and from the component's (for `typed_commands`).
+#[allow(dead_code, unreachable_pub)]
+mod convert {
+    use baton_native::engine::wit::commands as wc;
+    use baton_native::engine::wit::leases as wl;
+    use baton_native::engine::wit::locks as w;
+    use baton_native::engine::wit::stores as ws;
+    use baton_native::engine::wit::types as t;
+    include!("../../component/src/wit_convert.rs");
+    include!("../../component/src/wit_convert_stores.rs");
+    include!("../../component/src/wit_convert_commands.rs");
+}
 
 use backend::{Daemon, Kind, Location, Place};
 use baton_native::engine::CoreComponent;
@@ -369,7 +384,14 @@ fn op(h: &mut Handle, env: &str, scope: &str, step: &Value) -> Outcome {
         let mut request: Map<String, Value> = input.clone();
         request.insert("cell".into(), cell);
         request.insert("nowMs".into(), now.into());
-        core.invoke(&name, &Value::Object(request))
+        let request = Value::Object(request);
+        // The fenced write (`locks.apply`) and the scope status (`commands`) through their typed interfaces.
+        match typed_commands::answer(core, &name, &request.to_string()) {
+            Some(answer) => answer.and_then(|text| {
+                serde_json::from_str(&text).map_err(|e| HostError::internal(format!("invalid answer: {e}")))
+            }),
+            None => core.invoke(&name, &request),
+        }
     };
     let answer = if step["readOnly"] == true {
         h.store.read(&mut h.core, env, scope, decide)
