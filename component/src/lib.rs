@@ -1,6 +1,6 @@
 //! The baton core as a WebAssembly component (`wit/`, world `core`), with no imports.
 //!
-//! Type conversions only: the typed interfaces (`locks`, `leases`, `stores`, `etcd`) convert with [`convert`]
+//! Type conversions only: the typed interfaces (`locks`, `leases`, `stores`, `etcd`, `commands`) convert with [`convert`]
 //! and call the core's typed functions; the JSON ones of `decisions` forward to [`baton_core::api::invoke`].
 
 // The generated bindings declare the canonical-ABI exports, which needs `unsafe` and `export_name`.
@@ -10,6 +10,7 @@
 
 wit_bindgen::generate!({ world: "core", path: "../wit" });
 
+mod commands;
 mod convert;
 mod etcd;
 mod locks;
@@ -51,24 +52,6 @@ impl Guest for Component {
     fn scope_for(branch: String, pr: Option<u64>, default_branch: Option<String>) -> String {
         baton_core::scope::scope_for(&branch, pr, default_branch.as_deref())
     }
-    fn store_spec(request: String) -> Result<String, Error> {
-        call("store-spec", request)
-    }
-    fn fence_check(request: String) -> Result<String, Error> {
-        call("fence-check", request)
-    }
-    fn fenced_write(request: String) -> Result<String, Error> {
-        call("fenced-write", request)
-    }
-    fn succession(request: String) -> Result<String, Error> {
-        call("succession", request)
-    }
-    fn parent_cell(request: String) -> Result<String, Error> {
-        call("parent-cell", request)
-    }
-    fn approval(request: String) -> Result<String, Error> {
-        call("approval", request)
-    }
     fn run_begin(request: String) -> Result<String, Error> {
         call("run-begin", request)
     }
@@ -80,12 +63,6 @@ impl Guest for Component {
     }
     fn destroy_plan(request: String) -> Result<String, Error> {
         call("destroy-plan", request)
-    }
-    fn scope_status(request: String) -> Result<String, Error> {
-        call("scope-status", request)
-    }
-    fn receipt_parse(request: String) -> Result<String, Error> {
-        call("receipt-parse", request)
     }
     fn error_codes() -> Vec<ErrorInfo> {
         Code::ALL
@@ -103,9 +80,6 @@ impl Guest for Component {
     }
     fn claim_move(request: String) -> Result<String, Error> {
         call("claim-move", request)
-    }
-    fn command_line(request: String) -> Result<String, Error> {
-        call("command-line", request)
     }
     fn cell_steps(request: String) -> Result<String, Error> {
         call("cell-steps", request)

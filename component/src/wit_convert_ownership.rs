@@ -5,7 +5,7 @@
 // generated types are in scope as `t` (interface `types`) and `wo` (`ownership`).
 
 use baton_core::claims::{ChangeAction, ChangeAnswer, ChangeConfig, ChangeOp, Load};
-use baton_core::ownership::{OtherScope, Resource};
+use baton_core::ownership::Resource;
 
 /// A resource as the core takes it; `USAGE` for a provider block that is not JSON.
 pub fn resource(r: wo::Resource) -> Result<Resource, CoreError> {
@@ -78,6 +78,6 @@ pub fn change_answer(a: ChangeAnswer) -> wo::ChangeAnswer {
 }
 
 /// A listing as the core takes it.
-pub fn listed_scopes(scopes: Vec<wo::ListedScope>) -> Vec<OtherScope> {
-    scopes.into_iter().map(|s| OtherScope { scope: s.scope, text: s.text }).collect()
+pub fn listed_scopes(scopes: Vec<wo::ListedScope>) -> Vec<baton_core::ownership::OtherScope> {
+    scopes.into_iter().map(|s| baton_core::ownership::OtherScope { scope: s.scope, text: s.text }).collect()
 }

@@ -13,6 +13,7 @@ use crate::lock;
 use crate::ownership;
 use crate::scope::scope_for;
 use crate::time::UnixMs;
+use crate::typed::commands as tc;
 use crate::typed::stores as st;
 use serde::Deserialize;
 use serde::Serialize;
@@ -88,7 +89,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "scope-for" => run(op, input, |r: ScopeForRequest| {
             Ok(json!({ "scope": scope_for(&r.branch, r.pr, r.default_branch.as_deref()) }))
         }),
-        "store-spec" => run(op, input, |r: StoreSpecRequest| store_spec(&r)),
+        "store-spec" => run(op, input, |r: crate::stores::spec::StoreSpecRequest| crate::stores::spec::store_spec(&r)),
         "cell-path" => run(op, input, |r: st::CellPathRequest| st::cell_path(&r.env, &r.scope)),
         "scope-names" => run(op, input, |r: st::ScopeNamesRequest| Ok(st::scope_names(&r.dirs))),
         "detect-context" => run(op, input, |r: ContextInput| detect(&r)),
@@ -108,17 +109,9 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "fenced-write" => {
             run(op, input, |r: FencedWriteRequest| lock::fenced_write(&r.cell, &r.holder, r.epoch, &r.file, &r.content))
         }
-        "succession" => run(op, input, |r: SuccessionRequest| {
-            Ok(json!({
-                "predecessor": ownership::predecessor_of(&r.scope, r.branch.as_deref(), r.pr),
-                "handoverTtlMs": ownership::handover_ttl_ms(r.ttl_ms),
-            }))
-        }),
-        "parent-cell" => run(op, input, |r: ParentCellRequest| {
-            let (env, scope) = ownership::parent_cell(&r.identity, &r.secrets)?;
-            Ok(json!({ "env": env, "scope": scope, "label": format!("parent object {}", r.identity) }))
-        }),
-        "approval" => run(op, input, |r: ApprovalRequest| ownership::approval(&r.env, r.approved_by.as_deref())),
+        "succession" => run(op, input, |r: tc::SuccessionRequest| Ok(tc::succession(&r))),
+        "parent-cell" => run(op, input, |r: tc::ParentCellRequest| tc::parent_cell(&r)),
+        "approval" => run(op, input, |r: tc::ApprovalRequest| ownership::approve(&r.env, r.approved_by.as_deref())),
         "run-begin" => run(op, input, |r: RunBeginRequest| {
             ownership::run_begin(
                 &r.cell,
@@ -156,10 +149,10 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "destroy-plan" => {
             run(op, input, |r: FencedRequest| ownership::destroy_plan(&r.cell, &r.holder, r.epoch, r.now_ms))
         }
-        "scope-status" => {
-            run(op, input, |r: StatusRequest| ownership::status(&r.cell, r.now_ms, &r.others, r.predecessor.as_deref()))
-        }
-        "receipt-parse" => run(op, input, |r: ReceiptParseRequest| {
+        "scope-status" => run(op, input, |r: tc::StatusRequest| {
+            ownership::status(&r.cell, r.now_ms, &r.others, r.predecessor.as_deref())
+        }),
+        "receipt-parse" => run(op, input, |r: tc::ReceiptParseRequest| {
             let receipt = crate::receipt::parse_receipt(&r.text, &r.place)?;
             Ok(json!({ "receipt": receipt.to_value() }))
         }),
@@ -328,93 +321,6 @@ struct ScopeForRequest {
     default_branch: Option<String>,
 }
 
-/// `store-spec`: `{spec?, repoRoot?, cwd, prefix?, budgetMs?, mutexWaitMs?, run?, ci?, origin?}` -> `{kind: "dir", path, mutexWaitMs}` or
-/// `{kind: "git", remote, prefix, budgetMs}`, with `source` (`spec` or `default`) and a `notice` when a
-/// `baton run` outside CI (or without an `origin` remote) falls back to the embedded dir store.
-///
-/// `spec` is `--store` or else `BATON_STORE` (the first non-blank): `dir:<path>`, `git:<remote>` or
-/// `etcd:<endpoint>[,<endpoint>...]` (answered by [`crate::stores::etcd::spec`] with `etcd`, the
-/// `BATON_ETCD_*` variables). Without
-/// one, `baton run` in CI (`ci`) in a repository with an `origin` remote uses `git:<origin>`; everything else
-/// uses `.baton` at the repository root (or in `cwd` outside a repository). `prefix` is `BATON_GIT_PREFIX`
-/// (default `baton-receipts`; `sponson-receipts` shares the original tool's store); `budgetMs` is
-/// `BATON_STORE_BUDGET_MS` as given (default 60000; anything but a positive integer is USAGE); `mutexWaitMs`
-/// is `BATON_MUTEX_WAIT_MS` as given (default 30000; anything but a whole number is USAGE, see
-/// [`crate::stores::wait`]), answered for a dir store as the number its transactions wait for a cell mutex.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct StoreSpecRequest {
-    #[serde(default)]
-    spec: Option<String>,
-    #[serde(default)]
-    repo_root: Option<String>,
-    cwd: String,
-    #[serde(default)]
-    prefix: Option<String>,
-    #[serde(default)]
-    budget_ms: Option<String>,
-    /// `BATON_MUTEX_WAIT_MS` as given.
-    #[serde(default)]
-    mutex_wait_ms: Option<String>,
-    #[serde(default)]
-    run: bool,
-    #[serde(default)]
-    ci: bool,
-    #[serde(default)]
-    origin: Option<String>,
-    /// The `BATON_ETCD_*` variables as given (prefix, user, password, TLS paths), for an `etcd:` spec.
-    #[serde(default)]
-    etcd: Option<crate::stores::etcd::EtcdVars>,
-}
-
-fn store_spec(r: &StoreSpecRequest) -> Result<serde_json::Value, CoreError> {
-    let nonblank = |v: &Option<String>| v.as_deref().map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
-    let prefix = nonblank(&r.prefix).unwrap_or_else(|| crate::gitstore::DEFAULT_PREFIX.to_owned());
-    if prefix.split('/').any(|seg| crate::names::ref_segment(seg) != seg) {
-        return Err(CoreError::usage(format!(
-            "BATON_GIT_PREFIX `{prefix}` is not a valid ref prefix: use letters, digits, . _ - and /"
-        )));
-    }
-    let budget = match nonblank(&r.budget_ms) {
-        None => crate::gitstore::DEFAULT_BUDGET_MS,
-        Some(b) => b.parse::<u64>().ok().filter(|b| *b > 0).ok_or_else(|| {
-            CoreError::usage(format!("BATON_STORE_BUDGET_MS must be a positive number of milliseconds (got {b:?})"))
-        })?,
-    };
-    let wait = crate::stores::wait::mutex_wait_ms(r.mutex_wait_ms.as_deref())?;
-    let git = |remote: &str, source: &str| json!({ "kind": "git", "remote": remote, "prefix": prefix, "budgetMs": budget, "source": source, "label": crate::gitstore::redact(remote) });
-    let Some(spec) = nonblank(&r.spec) else {
-        let base = r.repo_root.as_deref().filter(|s| !s.is_empty()).unwrap_or(&r.cwd);
-        let path = format!("{}/.baton", base.trim_end_matches('/'));
-        if r.run
-            && r.ci
-            && let Some(origin) = nonblank(&r.origin)
-        {
-            return Ok(git(&origin, "default"));
-        }
-        let notice = r.run.then(|| {
-            format!("using the embedded store {path} (this machine only); pass --store git:<remote> or set BATON_STORE to share it")
-        });
-        return Ok(
-            json!({ "kind": "dir", "path": path, "source": "default", "label": format!("dir:{path}"), "notice": notice, "mutexWaitMs": wait }),
-        );
-    };
-    match spec.split_once(':') {
-        Some(("dir", path)) if !path.trim().is_empty() => {
-            let path = path.trim();
-            let path = if path.starts_with('/') { path.to_owned() } else { format!("{}/{}", r.cwd.trim_end_matches('/'), path) };
-            Ok(json!({ "kind": "dir", "path": path, "source": "spec", "label": format!("dir:{path}"), "mutexWaitMs": wait }))
-        }
-        Some(("git", remote)) if !remote.trim().is_empty() => Ok(git(remote.trim(), "spec")),
-        Some(("etcd", list)) => crate::stores::etcd::spec(list.trim(), &r.etcd.clone().unwrap_or_default(), budget),
-        _ => Err(CoreError::usage(format!(
-            "unknown store `{}`: use dir:<path> (a directory on this machine), git:<remote> (a git remote every runner can push to) or etcd:<endpoint>[,<endpoint>...] (an etcd cluster)",
-            crate::gitstore::redact(&spec)
-        ))
-        .with("store", crate::gitstore::redact(&spec))),
-    }
-}
-
 /// `lock-acquire`: `{cell, holder, ttlMs, nowMs}` -> `{changes, lock, preempted}`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -497,15 +403,6 @@ struct FencedWriteRequest {
     _now_ms: Option<UnixMs>,
 }
 
-/// `receipt-parse`: `{text, place}` -> `{receipt}` (validated; version 1 migrated), or `RECEIPT_CORRUPT` /
-/// `RECEIPT_VERSION` naming `place`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ReceiptParseRequest {
-    text: String,
-    place: String,
-}
-
 /// `etcd-keys`: `{prefix, env, scope?}` -> `{env, cell?, keys?}` (see [`crate::stores::etcd::keys`]).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -553,39 +450,6 @@ struct EtcdRetryRequest {
     elapsed_ms: u64,
     budget_ms: u64,
     random: f64,
-}
-
-/// `succession`: `{scope, branch?, pr?, ttlMs?}` -> `{predecessor, handoverTtlMs}` (`branch-<head>` for a PR
-/// scope, else null; the TTL of the handover's lock on it, bounded by the run's own).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SuccessionRequest {
-    scope: String,
-    #[serde(default)]
-    branch: Option<String>,
-    #[serde(default)]
-    pr: Option<u64>,
-    /// The run's lease TTL, which bounds the handover's lock (`handoverTtlMs`).
-    #[serde(default)]
-    ttl_ms: Option<u64>,
-}
-
-/// `parent-cell`: `{identity, secrets?}` -> `{env: "_locks", scope: <32 hex>, label}`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ParentCellRequest {
-    identity: String,
-    #[serde(default)]
-    secrets: Vec<String>,
-}
-
-/// `approval`: `{env, approvedBy?}` -> `{required, approvedBy}` or `ENV_NOT_APPROVED`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ApprovalRequest {
-    env: String,
-    #[serde(default)]
-    approved_by: Option<String>,
 }
 
 /// `run-begin`: `{cell, holder, epoch, nowMs, context, hashKey, lockPreempted?, approvedBy?, destroy?,
@@ -684,18 +548,6 @@ struct FencedRequest {
     holder: String,
     epoch: u64,
     now_ms: UnixMs,
-}
-
-/// `scope-status`: `{cell, nowMs, others, predecessor?}`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct StatusRequest {
-    cell: Cell,
-    now_ms: UnixMs,
-    #[serde(default)]
-    others: Vec<ownership::OtherScope>,
-    #[serde(default)]
-    predecessor: Option<String>,
 }
 
 /// `claim-cell`: `{env, resource}` -> `{env: "_claims", scope}`: where the claim of a resource lives.

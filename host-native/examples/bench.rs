@@ -7,6 +7,7 @@
 #[path = "bench_common/figures.rs"]
 mod figures;
 
+use baton_native::engine::wit::locks::FencedWriteRequest;
 use baton_native::engine::{CoreComponent, acquire_op, lock_answer_json, release_op};
 use baton_native::store::DirStore;
 use serde_json::{Value, json};
@@ -193,11 +194,10 @@ fn main() {
             .expect("acquires");
         let epoch = lock["lock"]["epoch"].clone();
         store
-            .transact(&mut core, "preview", &scope, |core, cell, _| {
-                core.invoke(
-                    "fenced-write",
-                    &json!({ "cell": cell, "holder": holder, "epoch": epoch, "file": "state.json", "content": "{}" }),
-                )
+            .transact(&mut core, "preview", &scope, |core, cell, now| {
+                let epoch = epoch.as_u64().unwrap_or_default();
+                let (holder, file, content) = (holder.clone(), "state.json".to_owned(), "{}".to_owned());
+                core.fenced_write(&cell, now, FencedWriteRequest { holder, epoch, file, content })
             })
             .expect("writes");
         store

@@ -161,11 +161,10 @@ fn main() {
             .expect("acquires");
         let epoch = lock["lock"]["epoch"].clone();
         store
-            .transact(&mut core, "preview", "pr-2", |core, cell, _| {
-                core.invoke(
-                    "fenced-write",
-                    &json!({ "cell": cell, "holder": holder, "epoch": epoch, "file": "state.json", "content": "{}" }),
-                )
+            .transact(&mut core, "preview", "pr-2", |core, cell, now| {
+                let epoch = epoch.as_u64().unwrap_or_default();
+                let (holder, file, content) = (holder.clone(), "state.json".to_owned(), "{}".to_owned());
+                core.fenced_write(&cell, now, FencedWriteRequest { holder, epoch, file, content })
             })
             .expect("writes");
         store

@@ -10,8 +10,9 @@
 mod figures;
 
 use baton_native::commands::open_store;
+use baton_native::engine::wit::locks::FencedWriteRequest;
 use baton_native::engine::{CoreComponent, acquire_op, lock_answer_json, release_op};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -139,11 +140,10 @@ fn main() {
             .expect("acquires");
         let epoch = lock["lock"]["epoch"].clone();
         store
-            .transact(&mut core, "preview", "pr-2", |core, cell, _| {
-                core.invoke(
-                    "fenced-write",
-                    &json!({ "cell": cell, "holder": holder, "epoch": epoch, "file": "state.json", "content": "{}" }),
-                )
+            .transact(&mut core, "preview", "pr-2", |core, cell, now| {
+                let epoch = epoch.as_u64().unwrap_or_default();
+                let (holder, file, content) = (holder.clone(), "state.json".to_owned(), "{}".to_owned());
+                core.fenced_write(&cell, now, FencedWriteRequest { holder, epoch, file, content })
             })
             .expect("writes");
         store

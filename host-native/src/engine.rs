@@ -23,12 +23,14 @@ mod bindings {
 
 // ELF only: `.text.*` sections are merged into the executable text by the linker (Mach-O and PE name
 // sections differently); elsewhere the copying load below is the only one.
+mod commands;
 #[cfg(target_os = "linux")]
 mod in_place;
 mod locks;
 mod ownership;
 mod run;
 mod stores;
+pub use commands::scope_report_json;
 pub use locks::{
     acquire_op, changes_answer, lock_answer_json, lock_json, lock_json_or_null, lock_view_json, release_op,
 };
@@ -41,9 +43,9 @@ use bindings::exports::baton::core::types::Error as WitError;
 use bindings::exports::baton::core::{leases as wl, locks as wlocks};
 
 /// The generated types of the component's typed interfaces (`wit/types.wit`, `locks.wit`, `lease.wit`,
-/// `stores.wit`, `etcd.wit`, `run.wit`).
+/// `stores.wit`, `etcd.wit`, `run.wit`, `commands.wit`).
 pub mod wit {
-    pub use super::bindings::exports::baton::core::{etcd, leases, locks, ownership, runs, stores, types};
+    pub use super::bindings::exports::baton::core::{commands, etcd, leases, locks, ownership, runs, stores, types};
 }
 
 /// The component bytes this binary was built with.
@@ -132,20 +134,11 @@ impl CoreComponent {
             "cell-files" => {
                 return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?).to_string());
             }
-            "store-spec" => d.call_store_spec(s, &req),
-            "fence-check" => d.call_fence_check(s, &req),
-            "fenced-write" => d.call_fenced_write(s, &req),
-            "succession" => d.call_succession(s, &req),
-            "parent-cell" => d.call_parent_cell(s, &req),
-            "approval" => d.call_approval(s, &req),
             "run-begin" => d.call_run_begin(s, &req),
             "run-finish" => d.call_run_finish(s, &req),
             "handover" => d.call_handover(s, &req),
             "destroy-plan" => d.call_destroy_plan(s, &req),
-            "scope-status" => d.call_scope_status(s, &req),
-            "receipt-parse" => d.call_receipt_parse(s, &req),
             "claim-move" => d.call_claim_move(s, &req),
-            "command-line" => d.call_command_line(s, &req),
             "cell-steps" => d.call_cell_steps(s, &req),
             other => {
                 return Err(HostError::internal(format!("the component has no operation `{other}`")));

@@ -19,6 +19,8 @@ mod inputs;
 #[path = "../../core/tests/sim/rng.rs"]
 mod rng;
 #[allow(dead_code)]
+mod typed_commands;
+#[allow(dead_code)]
 mod typed_stores;
 
 use baton_core::api::{OPS, invoke};
@@ -27,12 +29,14 @@ use baton_native::engine::{COMPONENT, CoreComponent};
 /// The core's types to and from the component's (the text the component converts with).
 #[allow(dead_code, unreachable_pub)]
 mod convert {
+    use baton_native::engine::wit::commands as wc;
     use baton_native::engine::wit::leases as wl;
     use baton_native::engine::wit::locks as w;
     use baton_native::engine::wit::stores as ws;
     use baton_native::engine::wit::types as t;
     include!("../../component/src/wit_convert.rs");
     include!("../../component/src/wit_convert_stores.rs");
+    include!("../../component/src/wit_convert_commands.rs");
 }
 use serde_json::Value;
 use std::sync::OnceLock;
@@ -212,11 +216,12 @@ fn error_codes(b: &mut Boundary) -> Vec<String> {
 }
 
 /// The operations of `decisions` taking one request string (all but `scope-for`, `error-codes`,
-/// `cell-files` and the typed ones of `stores`).
+/// `cell-files` and the typed ones of `stores` and `commands`).
 fn request_ops() -> Vec<&'static str> {
     OPS.into_iter()
         // The etcd decisions are the typed `etcd` interface's (the corpus's tests/scenarios/etcd.json drives them).
         .filter(|op| !matches!(*op, "scope-for" | "error-codes" | "cell-files") && !typed_stores::OPS.contains(op))
+        .filter(|op| !typed_commands::OPS.contains(op))
         .filter(|op| !op.starts_with("etcd-"))
         // The lock transactions are `locks.apply`'s (`no_input_makes_a_lease_or_a_lock_transaction_trap`).
         .filter(|op| !op.starts_with("lock-"))
@@ -246,17 +251,17 @@ fn requests(ops: &[&str]) -> Vec<(String, String)> {
     all
 }
 
-/// The `stores` functions are typed: every request of the other tests, read as the core's request type
-/// and converted to the WIT types (`typed_stores`), is answered through the typed interface without a trap,
-/// exactly as the native core's JSON operation answers it (the same answer, or the same code and message;
-/// a request the core's type refuses is `INTERNAL` on both sides).
-#[test]
-fn no_input_makes_a_store_building_block_trap() {
+type TypedAnswer = Option<Result<String, baton_native::error::HostError>>;
+
+/// Feeds every request of `ops` (see [`requests`]) to `typed` and asserts each is answered without a trap,
+/// exactly as the native core's JSON operation answers it (the same answer text, or the same code and
+/// message; a request the core's type refuses is `INTERNAL` on both sides). Answers the number of calls.
+fn typed_like_native(ops: &[&str], mut typed: impl FnMut(&mut CoreComponent, &str, &str) -> TypedAnswer) -> usize {
     let mut core = CoreComponent::load().expect("the component loads");
     let mut calls = 0;
-    for (op, request) in requests(&typed_stores::OPS) {
-        let typed = typed_stores::answer(&mut core, &op, &request).expect("a stores operation");
-        match (typed, invoke(&op, &request)) {
+    for (op, request) in requests(ops) {
+        let answer = typed(&mut core, &op, &request).unwrap_or_else(|| panic!("`{op}` is a typed operation"));
+        match (answer, invoke(&op, &request)) {
             (Ok(a), Ok(n)) => assert_eq!(a, n, "`{op}` answers {request:?} like the native core"),
             (Err(e), Err(n)) if e.code == "INTERNAL" && n.code.as_str() == "INTERNAL" => {
                 assert!(!e.message.contains("the core component failed"), "`{op}` trapped on {request:?}: {e:?}");
@@ -272,8 +277,26 @@ fn no_input_makes_a_store_building_block_trap() {
         }
         calls += 1;
     }
+    calls
+}
+
+/// The `stores` functions are typed: every request of the other tests, read as the core's request type
+/// and converted to the WIT types (`typed_stores`), is answered through the typed interface as the native
+/// core answers it.
+#[test]
+fn no_input_makes_a_store_building_block_trap() {
+    let calls = typed_like_native(&typed_stores::OPS, typed_stores::answer);
     println!("boundary: {calls} typed stores calls, no trap");
     assert!(calls > 1000, "{calls} calls");
+}
+
+/// The `commands` functions (and the fence check and fenced write through `locks.apply`) likewise
+/// (`typed_commands`).
+#[test]
+fn no_input_makes_a_command_decision_trap() {
+    let calls = typed_like_native(&typed_commands::OPS, typed_commands::answer);
+    println!("boundary: {calls} typed commands calls, no trap");
+    assert!(calls > 300, "{calls} calls");
 }
 
 #[test]
@@ -304,7 +327,7 @@ fn no_input_makes_the_component_trap() {
     }
     assert!(matches!(b.call("cell-files", &[]), Ok(Val::List(_))));
     println!("boundary: {calls} calls across the component boundary, no trap");
-    assert!(calls > 3000, "{calls} calls");
+    assert!(calls > 2000, "{calls} calls"); // 14 JSON operations left, each with ~170 requests
 }
 
 /// The typed interfaces take no text to parse, so the inputs are odd values: cells whose files are not

@@ -1,10 +1,12 @@
 //! Runs the conformance corpus (`tests/scenarios/*.json`) through the core component in wasmtime, and
 //! checks that its transcript equals the native core's, step for step. The `etcd-*` steps go through the
-//! component's typed `etcd` interface (the corpus's JSON converted through the core's types).
+//! component's typed `etcd` interface (the corpus's JSON converted through the core's types), the `stores`
+//! and `commands` operations through theirs (`typed_stores`, `typed_commands`).
 
 mod run_journeys;
 #[path = "../../core/tests/runner/mod.rs"]
 mod runner;
+mod typed_commands;
 mod typed_stores;
 
 use baton_core::typed::{LeaseAction, LockAnswer, LockOp};
@@ -15,6 +17,7 @@ use std::collections::BTreeMap;
 /// The core's types to and from the component's (the text the component converts with).
 #[allow(dead_code, unreachable_pub)]
 mod convert {
+    use baton_native::engine::wit::commands as wc;
     use baton_native::engine::wit::leases as wl;
     use baton_native::engine::wit::locks as w;
     use baton_native::engine::wit::runs as wr;
@@ -23,6 +26,7 @@ mod convert {
     include!("../../component/src/wit_convert.rs");
     include!("../../component/src/wit_convert_stores.rs");
     include!("../../component/src/wit_convert_run.rs");
+    include!("../../component/src/wit_convert_commands.rs");
 }
 
 /// The core's etcd types to and from the component's `etcd` interface.
@@ -187,6 +191,9 @@ fn conformance_corpus_through_the_component() {
                 return runner::lease_step(&mut lease, op, input);
             }
             if let Some(answer) = typed_stores::call(lease.core, op, input) {
+                return answer;
+            }
+            if let Some(answer) = typed_commands::call(lease.core, op, input) {
                 return answer;
             }
             if op.starts_with("etcd-") {

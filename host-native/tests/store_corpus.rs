@@ -10,21 +10,26 @@
 #[path = "store_corpus/backend.rs"]
 mod backend;
 mod common;
+#[allow(dead_code)]
+mod typed_commands;
 mod typed_stores;
 
 /// The core's types to and from the component's, for the operations decided through typed interfaces.
 #[allow(dead_code, unreachable_pub)]
 mod convert {
+    use baton_native::engine::wit::commands as wc;
     use baton_native::engine::wit::leases as wl;
     use baton_native::engine::wit::locks as w;
     use baton_native::engine::wit::stores as ws;
     use baton_native::engine::wit::types as t;
     include!("../../component/src/wit_convert.rs");
     include!("../../component/src/wit_convert_stores.rs");
+    include!("../../component/src/wit_convert_commands.rs");
 }
 
 use backend::{Daemon, Kind, Location, Place};
 use baton_native::engine::CoreComponent;
+use baton_native::engine::wit::commands::StoreRequest;
 use baton_native::error::HostError;
 use baton_native::store::Store;
 use common::{GitTemp, TempDir, command, envelope, json_in};
@@ -120,9 +125,18 @@ fn hex(text: &str) -> Vec<u8> {
 impl Case<'_> {
     fn open(&self, wait: Option<&str>) -> Result<Handle, HostError> {
         let mut core = CoreComponent::load()?;
-        let request = json!({
-            "spec": self.at.spec, "cwd": self.cwd.display().to_string(), "mutexWaitMs": wait, "etcd": self.at.etcd_vars(),
-        });
+        let request = StoreRequest {
+            spec: Some(self.at.spec.clone()),
+            cwd: self.cwd.display().to_string(),
+            mutex_wait_ms: wait.map(str::to_owned),
+            etcd: self.at.etcd_vars(),
+            repo_root: None,
+            prefix: None,
+            budget_ms: None,
+            run: false,
+            ci: false,
+            origin: None,
+        };
         let store = baton_native::commands::open_spec(&mut core, &request)?;
         Ok(Handle { core, store, stale: self.sabotaged.then(BTreeMap::new) })
     }
@@ -372,8 +386,11 @@ fn op(h: &mut Handle, env: &str, scope: &str, step: &Value) -> Outcome {
         request.insert("cell".into(), cell);
         request.insert("nowMs".into(), now.into());
         let request = Value::Object(request);
-        // The lock transactions through `locks.apply` (typed), the rest through their JSON functions.
-        match typed_stores::answer(core, &name, &request.to_string()) {
+        // The lock transactions (`locks.apply`) and the scope status (`commands`) through their typed
+        // interfaces, the rest through their JSON functions.
+        let typed = typed_stores::answer(core, &name, &request.to_string())
+            .or_else(|| typed_commands::answer(core, &name, &request.to_string()));
+        match typed {
             Some(answer) => answer.and_then(|text| {
                 serde_json::from_str(&text).map_err(|e| HostError::internal(format!("`{name}` answered: {e}")))
             }),

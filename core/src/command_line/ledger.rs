@@ -2,10 +2,10 @@
 //! and the fence of the run changing the ledger, read as the CLI reads them, so a command under
 //! `baton-lease run` (or a job-long lease of the GitHub Action) records what it creates without the CLI.
 
-use super::words::{CONTEXT, split_flag};
+use super::words::{CONTEXT, ContextFlags, split_flag};
 use crate::error::CoreError;
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// What a ledger command line says.
@@ -17,21 +17,72 @@ pub struct LedgerLine {
     /// The usage text.
     pub usage: String,
     /// The core operation: `ledger-intend`, `ledger-record` or `ledger-forget`.
-    pub op: String,
+    pub op: LedgerOp,
     /// The context flags given (detect-context's `overrides`).
-    pub overrides: Map<String, Value>,
+    pub overrides: ContextFlags,
     /// `--store`, else `BATON_STORE`.
     pub store: Option<String>,
     /// `--json`.
     pub json: bool,
-    /// The resource as the ledger operations take it: `{adapter, key, provider, label, parent}`.
-    pub resource: Value,
+    /// The resource as the ledger operations take it (none with `--help`).
+    pub resource: Option<LedgerResource>,
     /// `--id` (the provider's id, for record).
     pub id: Option<String>,
     /// `--holder`, else `BATON_HOLDER`.
     pub holder: String,
     /// `--epoch`, else `BATON_EPOCH`.
     pub epoch: u64,
+}
+
+/// The ledger operation a ledger command line asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum LedgerOp {
+    /// `ledger intend`.
+    #[default]
+    #[serde(rename = "ledger-intend")]
+    Intend,
+    /// `ledger record`.
+    #[serde(rename = "ledger-record")]
+    Record,
+    /// `ledger forget`.
+    #[serde(rename = "ledger-forget")]
+    Forget,
+}
+
+impl LedgerOp {
+    /// The operation of `verb` (`intend`, `record`, `forget`).
+    pub fn from_verb(verb: &str) -> Option<Self> {
+        match verb {
+            "intend" => Some(Self::Intend),
+            "record" => Some(Self::Record),
+            "forget" => Some(Self::Forget),
+            _ => None,
+        }
+    }
+
+    /// The core operation's name (`ledger-intend`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Intend => "ledger-intend",
+            Self::Record => "ledger-record",
+            Self::Forget => "ledger-forget",
+        }
+    }
+}
+
+/// A resource as a ledger command line names it: `{adapter, key, provider, label, parent}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LedgerResource {
+    /// `--adapter`.
+    pub adapter: String,
+    /// `--key`.
+    pub key: String,
+    /// `--provider`: a JSON value as given (the ledger operations refuse one that is not an object).
+    pub provider: Value,
+    /// `--label`.
+    pub label: Option<String>,
+    /// `--parent`.
+    pub parent: Option<String>,
 }
 
 /// The usage text of `ledger VERB`.
@@ -47,7 +98,9 @@ pub fn usage(verb: &str) -> String {
 /// Parses `ledger VERB` words (`verb` is `intend`, `record` or `forget`); `USAGE` says which word was wrong.
 pub fn parse(verb: &str, argv: &[String], vars: &BTreeMap<String, String>) -> Result<LedgerLine, CoreError> {
     let fail = |m: String| CoreError::usage(format!("{m} (`baton-lease ledger {verb} --help` lists the flags)"));
-    let mut out = LedgerLine { usage: usage(verb), op: format!("ledger-{verb}"), ..LedgerLine::default() };
+    let op = LedgerOp::from_verb(verb)
+        .ok_or_else(|| CoreError::usage(format!("unknown ledger command `{verb}`: use intend, record or forget")))?;
+    let mut out = LedgerLine { usage: usage(verb), op, ..LedgerLine::default() };
     let mut flags: BTreeMap<&str, String> = BTreeMap::new();
     let mut words = argv.iter();
     while let Some(word) = words.next() {
@@ -67,7 +120,7 @@ pub fn parse(verb: &str, argv: &[String], vars: &BTreeMap<String, String>) -> Re
                     let value = inline.or_else(|| words.next().cloned());
                     let value =
                         value.ok_or_else(|| fail(format!("a value is required for `{flag}` but none was supplied")))?;
-                    out.overrides.insert((*key).into(), value.into());
+                    out.overrides.set(key, value);
                 }
                 None => return Err(fail(format!("unexpected argument `{word}`"))),
             },
@@ -84,9 +137,12 @@ pub fn parse(verb: &str, argv: &[String], vars: &BTreeMap<String, String>) -> Re
     let provider: Value = serde_json::from_str(&provider_text).map_err(|e| {
         CoreError::usage(format!("--provider must be a JSON object ({e}), e.g. '{{\"team\":\"web\"}}'"))
     })?;
-    out.resource = json!({
-        "adapter": adapter, "key": key, "provider": provider,
-        "label": flags.remove("--label"), "parent": flags.remove("--parent"),
+    out.resource = Some(LedgerResource {
+        adapter,
+        key,
+        provider,
+        label: flags.remove("--label"),
+        parent: flags.remove("--parent"),
     });
     out.id = flags.remove("--id");
     out.store = flags.remove("--store").or_else(|| var("BATON_STORE"));
@@ -120,8 +176,8 @@ mod tests {
         let l = parse("record", &words(&["--adapter", "neon", "--key=db-1", "--id", "x9", "--json"]), &vars).unwrap();
         assert_eq!((l.op.as_str(), l.holder.as_str(), l.epoch, l.json), ("ledger-record", "run-1", 3, true));
         assert_eq!(
-            l.resource,
-            json!({"adapter": "neon", "key": "db-1", "provider": {}, "label": null, "parent": null})
+            serde_json::to_value(&l.resource).unwrap(),
+            serde_json::json!({"adapter": "neon", "key": "db-1", "provider": {}, "label": null, "parent": null})
         );
         assert_eq!(l.id.as_deref(), Some("x9"));
     }

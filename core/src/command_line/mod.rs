@@ -9,11 +9,11 @@
 pub mod ledger;
 mod words;
 
+pub use words::ContextFlags;
 use words::{CONTEXT, split_flag};
 
 use crate::error::CoreError;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// `command-line`: `{command, argv, vars}` (see [`answer`]).
@@ -40,13 +40,13 @@ pub struct CommandLine {
     pub usage: String,
     /// The context flags given (`env`, `scope`, `branch`, `sha`, `pr`, `defaultBranch`): detect-context's
     /// `overrides`.
-    pub overrides: Map<String, Value>,
+    pub overrides: ContextFlags,
     /// `--store`, else `BATON_STORE`.
     pub store: Option<String>,
     /// `--json`.
     pub json: bool,
     /// The run machine's timing (`wait`, and `ttlMs`, `waitTimeoutMs`, `pollMs`, `cancelGraceMs` when given).
-    pub config: Map<String, Value>,
+    pub config: RunTiming,
     /// `--approved-by`, else `BATON_APPROVED_BY`.
     pub approved_by: Option<String>,
     /// The command after `--`.
@@ -61,6 +61,49 @@ pub struct CommandLine {
     pub remote: Option<String>,
     /// `gc`: `--destroy`.
     pub destroy: bool,
+}
+
+/// The run machine's timing a command line gives: the part of its configuration the flags set. JSON: `wait`
+/// and the durations given (ms).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTiming {
+    /// `--ttl`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// `--wait-timeout`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_timeout_ms: Option<u64>,
+    /// `--poll-interval`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub poll_ms: Option<u64>,
+    /// `--wait`.
+    pub wait: bool,
+    /// `--cancel-grace`, else `BATON_CANCEL_GRACE`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cancel_grace_ms: Option<u64>,
+}
+
+impl RunTiming {
+    fn set(&mut self, key: &str, ms: u64) {
+        let slot = match key {
+            "ttlMs" => &mut self.ttl_ms,
+            "waitTimeoutMs" => &mut self.wait_timeout_ms,
+            "pollMs" => &mut self.poll_ms,
+            _ => &mut self.cancel_grace_ms,
+        };
+        *slot = Some(ms);
+    }
+}
+
+/// The answer of `command-line`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum CommandLineAnswer {
+    /// `run`, `destroy`, `gc`.
+    Run(CommandLine),
+    /// `ledger intend|record|forget`.
+    Ledger(ledger::LedgerLine),
 }
 
 const DURATIONS: [(&str, &str); 4] = [
@@ -118,14 +161,13 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
 
 /// The answer of `command-line`: a run's, destroy's or gc's [`CommandLine`], or a ledger command's
 /// [`ledger::LedgerLine`] (commands `ledger intend`, `ledger record`, `ledger forget`).
-pub fn answer(r: &CommandLineRequest) -> Result<Value, CoreError> {
-    let to_value = |v: Result<Value, serde_json::Error>| v.map_err(|e| CoreError::internal(e.to_string()));
+pub fn answer(r: &CommandLineRequest) -> Result<CommandLineAnswer, CoreError> {
     match r.command.strip_prefix("ledger ") {
         Some(verb @ ("intend" | "record" | "forget")) => {
-            to_value(serde_json::to_value(ledger::parse(verb, &r.argv, &r.vars)?))
+            Ok(CommandLineAnswer::Ledger(ledger::parse(verb, &r.argv, &r.vars)?))
         }
         Some(other) => Err(CoreError::usage(format!("unknown ledger command `{other}`: use intend, record or forget"))),
-        None => to_value(serde_json::to_value(parse(r)?)),
+        None => Ok(CommandLineAnswer::Run(parse(r)?)),
     }
 }
 
@@ -180,26 +222,26 @@ pub fn parse(r: &CommandLineRequest) -> Result<CommandLine, CoreError> {
             "--remote" if gc => out.remote = Some(value(flag)?),
             _ => {
                 if let Some((_, key)) = CONTEXT.iter().find(|(f, _)| *f == flag) {
-                    out.overrides.insert((*key).into(), value(flag)?.into());
+                    out.overrides.set(key, value(flag)?);
                 } else if let Some((_, key)) = DURATIONS.iter().find(|(f, _)| *f == flag) {
                     let v = value(flag)?;
                     let ms = parse_duration(&v).map_err(|e| fail(format!("invalid value '{v}' for '{flag}': {e}")))?;
-                    out.config.insert((*key).into(), ms.into());
+                    out.config.set(key, ms);
                 } else {
                     return Err(fail(format!("unexpected argument `{word}`")));
                 }
             }
         }
     }
-    out.config.insert("wait".into(), wait.into());
+    out.config.wait = wait;
     let var = |k: &str| r.vars.get(k).filter(|v| !v.trim().is_empty()).cloned();
     out.store = out.store.or_else(|| var("BATON_STORE"));
     out.approved_by = out.approved_by.or_else(|| var("BATON_APPROVED_BY"));
-    if !out.config.contains_key("cancelGraceMs")
+    if out.config.cancel_grace_ms.is_none()
         && let Some(v) = var("BATON_CANCEL_GRACE")
     {
         let ms = parse_duration(&v).map_err(|e| fail(format!("invalid value '{v}' for BATON_CANCEL_GRACE: {e}")))?;
-        out.config.insert("cancelGraceMs".into(), ms.into());
+        out.config.cancel_grace_ms = Some(ms);
     }
     out.shown = shown(&out.cmd);
     let needs_cmd = !gc || out.destroy;
@@ -245,10 +287,10 @@ mod tests {
         assert_eq!(c.cmd, ["./d.sh", "--x"]);
         assert!(c.json);
         assert_eq!(
-            Value::Object(c.config),
+            serde_json::to_value(&c.config).unwrap(),
             json!({"wait": true, "ttlMs": 90000, "waitTimeoutMs": 1200000, "cancelGraceMs": 2000})
         );
-        assert_eq!(Value::Object(c.overrides), json!({"scope": "pr-4"}));
+        assert_eq!(serde_json::to_value(&c.overrides).unwrap(), json!({"scope": "pr-4"}));
         assert_eq!(c.approved_by.as_deref(), Some("ann"));
     }
 
@@ -261,7 +303,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.store.as_deref(), Some("dir:/a"));
-        assert_eq!(c.config["cancelGraceMs"], 1000);
+        assert_eq!(c.config.cancel_grace_ms, Some(1000));
     }
 
     #[test]

@@ -19,3 +19,43 @@ pub(crate) fn split_flag(word: &str) -> (&str, Option<String>) {
         _ => (word, None),
     }
 }
+
+/// The context flags given (`--env`, `--scope`, `--branch`, `--sha`, `--pr`, `--default-branch`), each as
+/// written: `detect-context`'s `overrides`. JSON: only the flags given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextFlags {
+    /// `--env`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub env: Option<String>,
+    /// `--scope`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+    /// `--branch`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// `--sha`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sha: Option<String>,
+    /// `--pr`, as written (detection judges it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr: Option<String>,
+    /// `--default-branch`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_branch: Option<String>,
+}
+
+impl ContextFlags {
+    /// Sets the override `key` (the second of a [`CONTEXT`] pair); the last value given wins.
+    pub(crate) fn set(&mut self, key: &str, value: String) {
+        let slot = match key {
+            "env" => &mut self.env,
+            "scope" => &mut self.scope,
+            "branch" => &mut self.branch,
+            "sha" => &mut self.sha,
+            "pr" => &mut self.pr,
+            _ => &mut self.default_branch,
+        };
+        *slot = Some(value);
+    }
+}

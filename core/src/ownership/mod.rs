@@ -19,6 +19,8 @@
 
 mod ops;
 mod scopes;
+mod status;
 
 pub use ops::*;
 pub use scopes::{HANDOVER_TTL_MS, OtherScope, PARENT_ENV, foreign_map, handover_ttl_ms, parent_cell, predecessor_of};
+pub use status::{LockState, ScopeStatus, StatusLock, status};

@@ -4,7 +4,7 @@
 use super::scopes::{OtherScope, foreign_map};
 use crate::cell::{Cell, Change};
 use crate::error::{CoreError, ErrorCode};
-use crate::lock::{LockRecord, check_fence, parse_lock};
+use crate::lock::check_fence;
 use crate::receipt::{CreatedBy, LedgerEntry, RECEIPT_VERSION, Receipt, ResourceRef, read_receipt};
 use crate::time::{UnixMs, format_iso};
 use serde::{Deserialize, Serialize};
@@ -498,59 +498,8 @@ pub fn destroy_plan(cell: &Cell, holder: &str, epoch: u64, now: UnixMs) -> Resul
     written(&r, Vec::new(), facts)
 }
 
-/// `scope-status`: the lock (live, expired or none), what the scope owns, what it inherited, how many
-/// foreign resources its environment has, and a warning only when a live lock means a run is active.
-pub fn status(cell: &Cell, now: UnixMs, others: &[OtherScope], predecessor: Option<&str>) -> Result<Value, CoreError> {
-    let lock: Option<LockRecord> = parse_lock(cell)?;
-    let receipt = read_receipt(cell)?;
-    let ledger = receipt.as_ref().map(|r| r.ledger.clone()).unwrap_or_default();
-    // Inherited = still listed by the predecessor (the handover is pending); after the handover it is owned.
-    let pending = pending_handover(predecessor, others);
-    let (inherited, own): (Vec<&LedgerEntry>, Vec<&LedgerEntry>) =
-        ledger.iter().partition(|e| e.extra.contains_key("inheritedFrom") && pending.contains(&e.identity()));
-    let refs = |v: &[&LedgerEntry]| v.iter().map(|e| e.to_ref()).collect::<Vec<_>>();
-    let mut warnings = Vec::new();
-    let state = match &lock {
-        None => "none",
-        Some(l) if l.expired(now) => "expired",
-        Some(l) => {
-            warnings.push(format!("A run ({}) is active on this scope; what it owns may change.", l.holder));
-            "live"
-        }
-    };
-    let pending_handover = !pending.is_empty();
-    let conflicts = crate::claims::conflicts(&cell.scope, receipt.as_ref(), others, predecessor);
-    for c in &conflicts {
-        warnings.push(format!(
-            "Conflict: {} `{}` is listed as owned by this scope and by {}. Two scopes cannot both own it: decide which one does, and `baton ledger forget` it in the other.",
-            c.resource.adapter,
-            c.resource.key,
-            c.scopes.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
-        ));
-    }
-    Ok(json!({
-        "lock": lock.as_ref().map(|l| {
-            let mut v = l.to_value();
-            v["expired"] = json!(l.expired(now));
-            v
-        }),
-        "lockState": state,
-        "receipt": receipt.as_ref().map(|r| json!({
-            "runId": r.str("runId"), "status": r.str("status"), "finishedAt": r.str("finishedAt"),
-            "epoch": r.doc.get("epoch"), "supersededBy": r.doc.get("supersededBy"), "inProgress": r.doc.get("inProgress"),
-        })),
-        "owns": refs(&own),
-        "inherited": refs(&inherited),
-        "predecessor": predecessor,
-        "handoverPending": pending_handover,
-        "foreignCount": foreign_map(&cell.scope, predecessor, others).len(),
-        "conflicts": conflicts,
-        "warnings": warnings,
-    }))
-}
-
 /// The identities the predecessor still lists: inherited entries whose handover is pending.
-fn pending_handover(predecessor: Option<&str>, others: &[OtherScope]) -> BTreeSet<String> {
+pub(super) fn pending_handover(predecessor: Option<&str>, others: &[OtherScope]) -> BTreeSet<String> {
     predecessor
         .and_then(|p| others.iter().find(|o| o.scope == p))
         .and_then(OtherScope::receipt)
@@ -564,16 +513,26 @@ pub fn protected_env(env: &str) -> bool {
     env.eq_ignore_ascii_case("production")
 }
 
+/// What `approval` decided: whether the environment needs an approver, and the one to record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    /// The environment is production (any letter case).
+    pub required: bool,
+    /// The approver to record (trimmed), only when required.
+    pub approved_by: Option<String>,
+}
+
 /// `approval`: a run writing to `production` (any letter case, see [`protected_env`]) needs a named approver
 /// (trimmed, non-blank), refused with `ENV_NOT_APPROVED` before any lock is taken. Answers the approver to
 /// record (only when required).
-pub fn approval(env: &str, approved_by: Option<&str>) -> Result<Value, CoreError> {
+pub fn approve(env: &str, approved_by: Option<&str>) -> Result<Approval, CoreError> {
     let name = approved_by.map(str::trim).filter(|s| !s.is_empty());
     if !protected_env(env) {
-        return Ok(json!({ "required": false, "approvedBy": null }));
+        return Ok(Approval { required: false, approved_by: None });
     }
     match name {
-        Some(n) => Ok(json!({ "required": true, "approvedBy": n })),
+        Some(n) => Ok(Approval { required: true, approved_by: Some(n.to_owned()) }),
         None => Err(CoreError::new(
             ErrorCode::EnvNotApproved,
             format!(
@@ -583,4 +542,9 @@ pub fn approval(env: &str, approved_by: Option<&str>) -> Result<Value, CoreError
         )
         .with("environment", env)),
     }
+}
+
+/// [`approve`] as JSON (`{required, approvedBy}`), for the run machine's configuration.
+pub fn approval(env: &str, approved_by: Option<&str>) -> Result<Value, CoreError> {
+    approve(env, approved_by).map(|a| serde_json::to_value(a).unwrap_or_default())
 }

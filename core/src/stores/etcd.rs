@@ -20,7 +20,7 @@ use crate::cell::{Change, STATE_FILES};
 use crate::error::{CoreError, ErrorCode};
 use crate::names::path_segment;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+
 use std::collections::BTreeMap;
 
 /// The key prefix when `BATON_ETCD_PREFIX` is not set.
@@ -131,13 +131,40 @@ fn endpoint(text: &str, tls: bool) -> Result<(String, Option<(String, String)>),
     Ok((format!("{scheme}://{host}:{port}"), auth))
 }
 
+/// A user name and password for etcd.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EtcdAuth {
+    /// The user.
+    pub user: String,
+    /// The password.
+    pub password: String,
+}
+
+/// An etcd store (`etcd:<endpoints>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EtcdSpec {
+    /// The endpoints, without credentials, each once, in the order given.
+    pub endpoints: Vec<String>,
+    /// The key prefix, ending in `/`.
+    pub prefix: String,
+    /// The budget of one store operation, retries included.
+    pub budget_ms: u64,
+    /// How long one request to one endpoint may take before the next endpoint is tried.
+    pub attempt_ms: u64,
+    /// The credentials (of the URL, else `BATON_ETCD_USER` / `BATON_ETCD_PASSWORD`).
+    pub auth: Option<EtcdAuth>,
+    /// The TLS files, when any is given.
+    pub tls: Option<Tls>,
+    /// What a child process opens the same store with (credentials of the URL included).
+    pub export_spec: String,
+}
+
 /// The etcd store named by `etcd:<list>` (`list` without the `etcd:`), with `vars` and the operation
-/// budget: `{kind: "etcd", endpoints, prefix, budgetMs, attemptMs, auth: {user, password} | null, tls:
-/// {ca, cert, key} | null, label, exportSpec, source: "spec"}`. `label` names the store without
-/// credentials; `exportSpec` is what a child process opens the same store with (credentials of the URL
-/// included, as for a git remote). Credentials in the URL beat `BATON_ETCD_USER`/`BATON_ETCD_PASSWORD`.
-/// `USAGE` (naming the bad part, never a password) for anything that does not parse.
-pub fn spec(list: &str, vars: &EtcdVars, budget_ms: u64) -> Result<Value, CoreError> {
+/// budget, and its label (`etcd:<endpoints>`, naming the store without credentials; `export_spec` is what
+/// a child process opens the same store with, credentials of the URL included, as for a git remote).
+/// Credentials in the URL beat `BATON_ETCD_USER`/`BATON_ETCD_PASSWORD`. `USAGE` (naming the bad part,
+/// never a password) for anything that does not parse. `store-spec` answers it as `{kind: "etcd", ...}`.
+pub fn spec(list: &str, vars: &EtcdVars, budget_ms: u64) -> Result<(EtcdSpec, String), CoreError> {
     let usage = |why: String| {
         CoreError::usage(format!(
             "The etcd store `etcd:{}` cannot be used: {why}. Name it like etcd:http://127.0.0.1:2379,http://127.0.0.1:22379 (BATON_ETCD_USER / BATON_ETCD_PASSWORD for a user, BATON_ETCD_CA / BATON_ETCD_CERT / BATON_ETCD_KEY for TLS, BATON_ETCD_PREFIX for the key prefix).",
@@ -181,18 +208,16 @@ pub fn spec(list: &str, vars: &EtcdVars, budget_ms: u64) -> Result<Value, CoreEr
     }
     let tls = tls_given.then_some(Tls { ca, cert, key });
     let label = format!("etcd:{}", endpoints.join(","));
-    Ok(json!({
-        "kind": "etcd",
-        "endpoints": endpoints,
-        "prefix": prefix,
-        "budgetMs": budget_ms,
-        "attemptMs": ATTEMPT_MS.min(budget_ms),
-        "auth": auth.map(|(user, password)| json!({ "user": user, "password": password })),
-        "tls": tls,
-        "label": label,
-        "exportSpec": format!("etcd:{list}"),
-        "source": "spec",
-    }))
+    let spec = EtcdSpec {
+        endpoints,
+        prefix,
+        budget_ms,
+        attempt_ms: ATTEMPT_MS.min(budget_ms),
+        auth: auth.map(|(user, password)| EtcdAuth { user, password }),
+        tls,
+        export_spec: format!("etcd:{list}"),
+    };
+    Ok((spec, label))
 }
 
 /// One state file of a cell and its key.
@@ -483,9 +508,21 @@ pub fn retry(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
     fn vars() -> EtcdVars {
         EtcdVars::default()
+    }
+
+    /// The spec as `store-spec` answers it.
+    fn spec(list: &str, vars: &EtcdVars, budget_ms: u64) -> Result<Value, CoreError> {
+        let r = crate::stores::spec::StoreSpecRequest {
+            spec: Some(format!("etcd:{list}")),
+            budget_ms: Some(budget_ms.to_string()),
+            etcd: Some(vars.clone()),
+            ..Default::default()
+        };
+        crate::stores::spec::store_spec(&r).map(|s| serde_json::to_value(s).unwrap_or_default())
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The pure parts of the host stores: what a failed file operation means (`io-error`), which entries of
 //! an environment a listing shows (`list-cells`), the environment every `git` a store runs gets
-//! (`git-env`), and the dir store's mutex wait bound (`BATON_MUTEX_WAIT_MS`, through `store-spec`).
+//! (`git-env`), the dir store's mutex wait bound (`BATON_MUTEX_WAIT_MS`, through `store-spec`), and which
+//! store a command uses (`store-spec`, [`spec`]).
 //!
 //! The etcd store's pure parts (`etcd-keys`, `etcd-txn`, `etcd-list`, `etcd-retry`, and `etcd:` in
 //! `store-spec`) are in [`etcd`].
@@ -12,4 +13,5 @@ pub mod errno;
 pub mod etcd;
 pub mod git_env;
 pub mod listing;
+pub mod spec;
 pub mod wait;

@@ -6,6 +6,7 @@
 //! spelling of every type here is the one `api::invoke` reads and writes, so the JSON operations and the
 //! typed ones cannot drift.
 
+pub mod commands;
 mod lease;
 mod lock_op;
 mod run;

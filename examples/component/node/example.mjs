@@ -15,7 +15,7 @@ import { pathToFileURL } from 'node:url';
 
 const here = path.dirname(new URL(import.meta.url).pathname);
 const modulePath = process.argv[2] ?? path.join(here, '..', 'generated', 'baton-core.component.js');
-const { locks, leases, decisions, stores } = await import(pathToFileURL(path.resolve(modulePath)).href);
+const { locks, leases, decisions, stores, commands } = await import(pathToFileURL(path.resolve(modulePath)).href);
 
 // The state files the core decides on (lock.json, epoch.json, ...): a snapshot holds those that exist.
 // The cell's other files (data files such as the fenced write's) are the host's to read.
@@ -25,6 +25,20 @@ const STATE_FILES = new Set(decisions.cellFiles());
 // typed USAGE error before anything is built from it.
 assert.deepEqual(stores.cellPath('preview', 'pr-7'), { dir: 'preview/pr-7', gitRef: 'preview/pr-7' });
 assert.throws(() => stores.cellPath('preview', '../x'), (e) => e.payload?.code === 'usage');
+
+// The commands' small decisions are typed too: production needs a named approver before anything is locked
+// (in any letter case), and a pull request's scope inherits from its branch's.
+assert.deepEqual(commands.approval('production', ' ann '), { required: true, approvedBy: 'ann' });
+const refusal = (() => {
+  try {
+    commands.approval('Production', undefined);
+  } catch (e) {
+    return e.payload; // jco throws a ComponentError whose payload is the `error` record
+  }
+})();
+assert.equal(refusal?.code, 'env-not-approved');
+console.log(`approval refused: ${refusal.code}: ${refusal.message}`);
+assert.deepEqual(commands.succession('pr-7', 'feat/x', 7n, undefined), { predecessor: 'branch-feat-x', handoverTtlMs: 60_000n });
 
 /** The store a host provides: cells of named files, each cell with a version for the compare-and-swap. */
 class MemoryStore {

@@ -201,6 +201,17 @@ def main(path):
     bad = core.call(cell_path, ENV, "../x")
     assert bad.tag == "err" and is_error(bad.payload) and bad.payload.code == "usage", bad
 
+    # The commands' small decisions are typed too: production needs a named approver before anything is
+    # locked (in any letter case), and a pull request's scope inherits from its branch's.
+    approval = core._func("commands", "approval")
+    verdict = core.call(approval, "production", " ann ")
+    assert verdict.tag == "ok" and verdict.payload.required and get(verdict.payload, "approved_by") == "ann", verdict
+    refused = core.call(approval, "Production", None)
+    assert refused.tag == "err" and refused.payload.code == "env-not-approved", refused
+    print(f"approval refused: {refused.payload.code}: {refused.payload.message}")
+    inheritance = core.call(core._func("commands", "succession"), "pr-7", "feat/x", 7, None)
+    assert (inheritance.predecessor, get(inheritance, "handover_ttl_ms")) == ("branch-feat-x", 60_000), inheritance
+
     # 1. Holder A takes the lock through the lease resource: create, acquire, drain.
     cfg_a, lease_a = create_lease(core, "run-a")
     assert core.lease("acquire", lease_a, 0) is None

@@ -34,6 +34,7 @@ test('jco transpile, then the Node example takes a lock, writes fenced and gets 
   rmSync(generated, { recursive: true, force: true });
   run(jco, ['transpile', component, '-o', generated, '--quiet']);
   const out = run(process.execPath, ['node/example.mjs', path.join(generated, 'baton-core.component.js')]);
+  assert.match(out, /approval refused: env-not-approved: /);
   assert.match(out, /B refused: lock-held: /);
   assert.match(out, /A's stale write refused: lock-lost: /);
   assert.match(out, /node example: all assertions held/);
@@ -44,6 +45,7 @@ test("the Python example does the same through wasmtime's component API", () => 
   const python = path.join(dir, '.venv', 'bin', 'python');
   need(python, 'run scripts/setup.sh first (it makes the venv with wasmtime)');
   const out = run(python, ['python/example.py', component]);
+  assert.match(out, /approval refused: env-not-approved: /);
   assert.match(out, /B refused: lock-held: /);
   assert.match(out, /A's stale write refused: lock-lost: /);
   assert.match(out, /python example: all assertions held/);

@@ -4,6 +4,7 @@ use super::claim;
 use super::lock::{Target, data, required_fence, target};
 use crate::cli::{LedgerArgs, ReceiptShowArgs, StatusArgs, TargetArgs};
 use crate::engine::CoreComponent;
+use crate::engine::wit::commands::OtherScope;
 use crate::engine::wit::ownership as wo;
 use crate::error::HostError;
 use crate::output::{Outcome, note};
@@ -74,8 +75,9 @@ fn change_config(args: &LedgerArgs, t: &Target, res: &Value, pred: Value, op: wo
 
 fn predecessor(core: &mut CoreComponent, t: &Target) -> Result<Value, HostError> {
     let c = &t.context;
-    Ok(core.invoke("succession", &json!({ "scope": c["scope"], "branch": c["branch"], "pr": c["pr"] }))?["predecessor"]
-        .clone())
+    let field = |k: &str| c[k].as_str();
+    let inheritance = core.succession(field("scope").unwrap_or_default(), field("branch"), c["pr"].as_u64(), None)?;
+    Ok(inheritance.predecessor.map_or(Value::Null, Value::from))
 }
 
 /// `baton ledger check`: relies on (or with `--change`, would change) a resource; `OWNED_BY_OTHER_SCOPE`
@@ -128,9 +130,17 @@ pub fn list(core: &mut CoreComponent, args: &TargetArgs) -> Outcome {
 fn scope_status(core: &mut CoreComponent, t: &Target) -> Result<Value, HostError> {
     let others = t.store.list(core, &t.env)?;
     let pred = predecessor(core, t)?;
-    t.store.read(core, &t.env, &t.scope, |core, cell, now| {
-        core.invoke("scope-status", &json!({ "cell": cell, "nowMs": now, "others": others, "predecessor": pred }))
-    })
+    let others: Vec<OtherScope> = others
+        .iter()
+        .map(|o| OtherScope {
+            scope: o["scope"].as_str().unwrap_or_default().to_owned(),
+            text: o["text"].as_str().map(str::to_owned),
+        })
+        .collect();
+    let report = t.store.read(core, &t.env, &t.scope, |core, cell, now| {
+        core.scope_status(&crate::engine::cell_of(&cell), now, &others, pred.as_str())
+    })?;
+    Ok(crate::engine::scope_report_json(&report))
 }
 
 /// `baton status`.
@@ -196,11 +206,17 @@ pub fn show(core: &mut CoreComponent, args: &ReceiptShowArgs) -> Outcome {
         return Ok(data(&t, [("receipt", Value::Null)]));
     };
     let place = format!("{}/{}/{file}", t.env, t.scope);
-    let parsed = core.invoke("receipt-parse", &json!({ "text": text, "place": place }))?;
+    let receipt = receipt_value(&core.receipt_parse(&text, &place)?)?;
     if !args.target.json {
-        println!("{}", serde_json::to_string_pretty(&parsed["receipt"]).unwrap_or_default());
+        println!("{}", serde_json::to_string_pretty(&receipt).unwrap_or_default());
     }
-    Ok(data(&t, [("receipt", parsed["receipt"].clone())]))
+    Ok(data(&t, [("receipt", receipt)]))
+}
+
+/// A receipt's body as `receipt-parse` answers it (JSON text: open by design), for output.
+fn receipt_value(text: &str) -> Result<Value, HostError> {
+    serde_json::from_str(text)
+        .map_err(|e| HostError::internal(format!("the core answered a receipt that is not JSON: {e}")))
 }
 
 /// `baton receipt list`.
@@ -209,9 +225,9 @@ pub fn list_receipts(core: &mut CoreComponent, args: &TargetArgs) -> Outcome {
     let mut rows = Vec::new();
     for other in t.store.list(core, &t.env)? {
         let Some(text) = other["text"].as_str() else { continue };
-        let row = match core.invoke("receipt-parse", &json!({ "text": text, "place": other["scope"] })) {
-            Ok(p) => {
-                let r = &p["receipt"];
+        let place = other["scope"].as_str().unwrap_or_default();
+        let row = match core.receipt_parse(text, place).and_then(|t| receipt_value(&t)) {
+            Ok(r) => {
                 json!({ "scope": other["scope"], "runId": r["runId"], "status": r["status"], "finishedAt": r["finishedAt"],
                         "resources": r["ledger"].as_array().map_or(0, Vec::len), "supersededBy": r["supersededBy"] })
             }

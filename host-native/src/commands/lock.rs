@@ -6,7 +6,7 @@ use crate::engine::{CoreComponent, changes_answer, lock_json, lock_json_or_null,
 use crate::error::HostError;
 use crate::output::{Outcome, note};
 use crate::store::Store;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// The cell a lock command works on.
 pub(crate) struct Target {
@@ -133,7 +133,7 @@ fn grant_of(answer: LockAnswer) -> Result<locks::Grant, HostError> {
 pub fn break_lock(core: &mut CoreComponent, args: &BreakArgs) -> Outcome {
     let t = target(core, &args.target)?;
     // Breaking takes the lock: production needs an approver here too.
-    core.invoke("approval", &json!({ "env": t.env, "approvedBy": args.approved_by }))?;
+    core.approval(&t.env, args.approved_by.as_deref())?;
     let holder = match args.holder.clone().filter(|h| !h.trim().is_empty()) {
         Some(h) => h,
         None => format!("break-{}", crate::random::hex(4)?),

@@ -9,10 +9,10 @@ pub mod scope;
 pub mod write;
 
 use crate::engine::CoreComponent;
+use crate::engine::wit::commands as wc;
 use crate::engine::wit::runs::{Job, RunConfig};
 use crate::error::HostError;
 use crate::store::{DirStore, EtcdStore, GitEnv, GitStore, Store};
-use serde_json::json;
 
 /// Opens the store named by `spec` (`--store` / `BATON_STORE`), or the default: `.baton/` at the repository
 /// root, or for `baton run` in CI (`CI` set, as every CI system does) with an `origin` remote, that remote.
@@ -24,38 +24,37 @@ pub fn open_store(core: &mut CoreComponent, spec: Option<&str>, run: bool) -> Re
     let repo_root = git(&["rev-parse", "--show-toplevel"]);
     let ci = std::env::var("CI").is_ok_and(|v| !v.trim().is_empty() && v != "false");
     let origin = if run && ci { git(&["remote", "get-url", "origin"]) } else { None };
-    let request = json!({
-        "spec": spec,
-        "repoRoot": repo_root,
-        "cwd": cwd.display().to_string(),
-        "prefix": std::env::var("BATON_GIT_PREFIX").ok(),
-        "budgetMs": std::env::var("BATON_STORE_BUDGET_MS").ok(),
-        "mutexWaitMs": std::env::var("BATON_MUTEX_WAIT_MS").ok(),
-        "run": run,
-        "ci": ci,
-        "origin": origin,
-        "etcd": etcd_vars(),
-    });
+    let request = wc::StoreRequest {
+        spec: spec.map(str::to_owned),
+        repo_root,
+        cwd: cwd.display().to_string(),
+        prefix: std::env::var("BATON_GIT_PREFIX").ok(),
+        budget_ms: std::env::var("BATON_STORE_BUDGET_MS").ok(),
+        mutex_wait_ms: std::env::var("BATON_MUTEX_WAIT_MS").ok(),
+        run,
+        ci,
+        origin,
+        etcd: Some(etcd_vars()),
+    };
     open_spec(core, &request)
 }
 
 /// The `BATON_ETCD_*` variables as given, for the core's `store-spec` (it judges them).
-pub fn etcd_vars() -> serde_json::Value {
+pub fn etcd_vars() -> wc::EtcdVars {
     let var = |k: &str| std::env::var(k).ok();
-    json!({
-        "prefix": var("BATON_ETCD_PREFIX"),
-        "user": var("BATON_ETCD_USER"),
-        "password": var("BATON_ETCD_PASSWORD"),
-        "ca": var("BATON_ETCD_CA"),
-        "cert": var("BATON_ETCD_CERT"),
-        "key": var("BATON_ETCD_KEY"),
-    })
+    wc::EtcdVars {
+        prefix: var("BATON_ETCD_PREFIX"),
+        user: var("BATON_ETCD_USER"),
+        password: var("BATON_ETCD_PASSWORD"),
+        ca: var("BATON_ETCD_CA"),
+        cert: var("BATON_ETCD_CERT"),
+        key: var("BATON_ETCD_KEY"),
+    }
 }
 
-/// Opens the store the core's `store-spec` chooses for `request` (its format: `{spec?, repoRoot?, cwd,
-/// prefix?, budgetMs?, mutexWaitMs?, run?, ci?, origin?}`, every variable as given): what [`open_store`]
-/// does once it has gathered the request, and what the store corpus opens its handles with.
-pub fn open_spec(core: &mut CoreComponent, request: &serde_json::Value) -> Result<Store, HostError> {
+/// Opens the store the core's `store-spec` chooses for `request` (every variable as given): what
+/// [`open_store`] does once it has gathered the request, and what the store corpus opens its handles with.
+pub fn open_spec(core: &mut CoreComponent, request: &wc::StoreRequest) -> Result<Store, HostError> {
     let store = open_answered(core, request)?;
     // Test builds only (`--features test-faults`): the BATON_TEST_* faults around the store.
     #[cfg(feature = "test-faults")]
@@ -63,30 +62,21 @@ pub fn open_spec(core: &mut CoreComponent, request: &serde_json::Value) -> Resul
     Ok(store)
 }
 
-fn open_answered(core: &mut CoreComponent, request: &serde_json::Value) -> Result<Store, HostError> {
-    let answer = core.invoke("store-spec", request)?;
-    if let Some(notice) = answer["notice"].as_str() {
+fn open_answered(core: &mut CoreComponent, request: &wc::StoreRequest) -> Result<Store, HostError> {
+    let choice = core.store_spec(request)?;
+    if let Some(notice) = &choice.notice {
         crate::output::note(notice);
     }
-    match answer["kind"].as_str() {
-        Some("dir") => {
-            let path =
-                answer["path"].as_str().ok_or_else(|| HostError::internal(format!("store-spec answered {answer}")))?;
-            check_dir_store(path)?;
-            let wait = answer["mutexWaitMs"]
-                .as_u64()
-                .ok_or_else(|| HostError::internal(format!("store-spec answered {answer}")))?;
-            Ok(Store::Dir(DirStore::new(path, std::time::Duration::from_millis(wait))))
+    match choice.kind {
+        wc::StoreKind::Dir(d) => {
+            check_dir_store(&d.path)?;
+            Ok(Store::Dir(DirStore::new(&d.path, std::time::Duration::from_millis(d.mutex_wait_ms))))
         }
-        Some("git") => {
-            let field =
-                |k: &str| answer[k].as_str().ok_or_else(|| HostError::internal("store-spec answered without `{k}`"));
-            let (remote, prefix, label) = (field("remote")?, field("prefix")?, field("label")?);
-            let budget = answer["budgetMs"].as_u64().unwrap_or(60_000);
-            Ok(Store::Git(GitStore::new(remote, prefix, budget, label, GitEnv::from_core(core)?)))
+        wc::StoreKind::Git(g) => {
+            let env = GitEnv::from_core(core)?;
+            Ok(Store::Git(GitStore::new(&g.remote, &g.prefix, g.budget_ms, &choice.label, env)))
         }
-        Some("etcd") => Ok(Store::Etcd(EtcdStore::open(&answer)?)),
-        _ => Err(HostError::usage(format!("the store {} is not supported by this build", answer["label"]))),
+        wc::StoreKind::Etcd(e) => Ok(Store::Etcd(EtcdStore::open(&e, &choice.label)?)),
     }
 }
 

@@ -3,9 +3,9 @@
 use super::lock::{data, required_fence, target};
 use crate::cli::WriteArgs;
 use crate::engine::CoreComponent;
+use crate::engine::wit::locks::FencedWriteRequest;
 use crate::error::HostError;
 use crate::output::{Outcome, note};
-use serde_json::json;
 use std::io::Read;
 
 /// Reads stdin and writes it to `FILE` of the cell if the holder still holds the lease at the epoch.
@@ -16,10 +16,9 @@ pub fn run(core: &mut CoreComponent, args: &WriteArgs) -> Outcome {
     let t = target(core, &args.target)?;
     let file = args.file.clone();
     let answer = t.store.transact(core, &t.env, &t.scope, |core, cell, now| {
-        core.invoke(
-            "fenced-write",
-            &json!({ "cell": cell, "holder": holder, "epoch": epoch, "file": file, "content": content, "nowMs": now }),
-        )
+        let request =
+            FencedWriteRequest { holder: holder.clone(), epoch, file: file.clone(), content: content.clone() };
+        core.fenced_write(&cell, now, request)
     })?;
     if !args.target.json {
         note(format!("wrote {} of {}/{} under epoch {epoch}", args.file, t.env, t.scope));

@@ -19,6 +19,7 @@
 mod conn;
 
 use crate::engine::CoreComponent;
+use crate::engine::wit::commands as wc;
 use crate::engine::wit::etcd as we;
 use crate::engine::wit::types::{CellFile, Change};
 use crate::error::HostError;
@@ -169,30 +170,23 @@ fn gets_of(answer: &etcd_client::TxnResponse) -> Vec<Option<(String, i64)>> {
 }
 
 impl EtcdStore {
-    /// The store the core's `store-spec` answered (`kind: "etcd"`): endpoints, prefix, budget, attempt
-    /// time, credentials and TLS paths. Connects on first use.
-    pub fn open(spec: &Value) -> Result<Self, HostError> {
-        let bad = || HostError::internal("store-spec answered an etcd store without endpoints, prefix or label");
-        let endpoints: Vec<String> = spec["endpoints"]
-            .as_array()
-            .ok_or_else(bad)?
-            .iter()
-            .filter_map(|e| e.as_str().map(str::to_owned))
-            .collect();
-        let text = |k: &str| spec[k].as_str().map(str::to_owned).ok_or_else(bad);
-        let auth = spec["auth"]["user"]
-            .as_str()
-            .map(|u| (u.to_owned(), spec["auth"]["password"].as_str().unwrap_or_default().to_owned()));
-        let tls = TlsFiles::read(&spec["tls"])?;
-        let attempt_ms = spec["attemptMs"].as_u64().unwrap_or(2_000).max(1);
-        let conns = Conns::new(endpoints, auth, tls.as_ref(), Duration::from_millis(attempt_ms))?;
+    /// The store the core's `store-spec` answered (`etcd`): endpoints, prefix, budget, attempt time,
+    /// credentials and TLS paths, named `label` in output. Connects on first use.
+    pub fn open(spec: &wc::EtcdStore, label: &str) -> Result<Self, HostError> {
+        if spec.endpoints.is_empty() {
+            return Err(HostError::internal("store-spec answered an etcd store without endpoints"));
+        }
+        let auth = spec.auth.as_ref().map(|a| (a.user.clone(), a.password.clone()));
+        let tls = spec.tls.as_ref().map(TlsFiles::read).transpose()?;
+        let attempt_ms = spec.attempt_ms.max(1);
+        let conns = Conns::new(spec.endpoints.clone(), auth, tls.as_ref(), Duration::from_millis(attempt_ms))?;
         let inner = Inner {
             conns,
-            prefix: text("prefix")?,
-            budget_ms: spec["budgetMs"].as_u64().unwrap_or(60_000),
+            prefix: spec.prefix.clone(),
+            budget_ms: spec.budget_ms,
             attempt_ms,
-            label: text("label")?,
-            export_spec: text("exportSpec")?,
+            label: label.to_owned(),
+            export_spec: spec.export_spec.clone(),
             current: AtomicUsize::new(0),
             cells: Mutex::new(HashMap::new()),
             unbounded_ms: std::sync::OnceLock::new(),

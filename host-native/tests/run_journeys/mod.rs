@@ -114,7 +114,9 @@ impl RunApi for ComponentRun<'_> {
                 Err(refused) => Err(error_object(&refused)),
             };
         }
-        if let Some(answer) = crate::typed_stores::answer(self.core, op, &request.to_string()) {
+        let typed = crate::typed_stores::answer(self.core, op, &request.to_string())
+            .or_else(|| crate::typed_commands::answer(self.core, op, &request.to_string()));
+        if let Some(answer) = typed {
             let answer =
                 answer.and_then(|text| serde_json::from_str(&text).map_err(|e| HostError::internal(e.to_string())));
             return answer.map_err(|e| e.to_json());

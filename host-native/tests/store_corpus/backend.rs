@@ -3,6 +3,7 @@
 //! the git stores (the remote is a local directory for both `file://` and `git daemon`), `etcdctl` for the
 //! etcd store (each case under a key prefix of its own on one etcd).
 
+use baton_native::engine::wit::commands::EtcdVars;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -87,9 +88,16 @@ impl Location {
         }
     }
 
-    /// The `BATON_ETCD_*` variables of `store-spec` for this location (`null` but for etcd).
-    pub(crate) fn etcd_vars(&self) -> Value {
-        self.etcd.as_ref().map_or(Value::Null, |(_, prefix)| serde_json::json!({ "prefix": prefix }))
+    /// The `BATON_ETCD_*` variables of `store-spec` for this location (none but for etcd).
+    pub(crate) fn etcd_vars(&self) -> Option<EtcdVars> {
+        self.etcd.as_ref().map(|(_, prefix)| EtcdVars {
+            prefix: Some(prefix.clone()),
+            user: None,
+            password: None,
+            ca: None,
+            cert: None,
+            key: None,
+        })
     }
 
     /// Writes `files` into the cell at `place`.

@@ -4,6 +4,7 @@
 //! runtime or not. Every request is bounded by a timeout the caller gives; a request still
 //! running then is dropped (cancelled) and reported as not answered.
 
+use crate::engine::wit::commands::EtcdTls;
 use crate::error::HostError;
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, KvClient, TlsOptions};
 use std::future::Future;
@@ -40,12 +41,9 @@ pub(crate) struct TlsFiles {
 impl TlsFiles {
     /// Reads the CA, client certificate and key named by the core's `store-spec` answer (`tls`); a file
     /// that cannot be read is `USAGE` naming its variable and path.
-    pub(crate) fn read(tls: &serde_json::Value) -> Result<Option<Self>, HostError> {
-        if tls.is_null() {
-            return Ok(None);
-        }
-        let read = |field: &str, variable: &str| -> Result<Option<Vec<u8>>, HostError> {
-            let Some(path) = tls[field].as_str() else { return Ok(None) };
+    pub(crate) fn read(tls: &EtcdTls) -> Result<Self, HostError> {
+        let read = |path: &Option<String>, variable: &str| -> Result<Option<Vec<u8>>, HostError> {
+            let Some(path) = path.as_deref() else { return Ok(None) };
             std::fs::read(path).map(Some).map_err(|e| {
                 HostError::usage(format!(
                     "cannot read {variable} {path}: {e}. Point {variable} at a readable PEM file."
@@ -54,12 +52,12 @@ impl TlsFiles {
                 .with("path", path)
             })
         };
-        let ca = read("ca", "BATON_ETCD_CA")?;
-        let identity = match (read("cert", "BATON_ETCD_CERT")?, read("key", "BATON_ETCD_KEY")?) {
+        let ca = read(&tls.ca, "BATON_ETCD_CA")?;
+        let identity = match (read(&tls.cert, "BATON_ETCD_CERT")?, read(&tls.key, "BATON_ETCD_KEY")?) {
             (Some(c), Some(k)) => Some((c, k)),
             _ => None,
         };
-        Ok(Some(Self { ca, identity }))
+        Ok(Self { ca, identity })
     }
 
     fn options(&self) -> TlsOptions {
