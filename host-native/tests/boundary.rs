@@ -26,18 +26,7 @@ mod typed_stores;
 use baton_core::api::{OPS, invoke};
 use baton_native::engine::{COMPONENT, CoreComponent};
 
-/// The core's types to and from the component's (the text the component converts with).
-#[allow(dead_code, unreachable_pub)]
-mod convert {
-    use baton_native::engine::wit::commands as wc;
-    use baton_native::engine::wit::leases as wl;
-    use baton_native::engine::wit::locks as w;
-    use baton_native::engine::wit::stores as ws;
-    use baton_native::engine::wit::types as t;
-    include!("../../component/src/wit_convert.rs");
-    include!("../../component/src/wit_convert_stores.rs");
-    include!("../../component/src/wit_convert_commands.rs");
-}
+mod convert;
 use serde_json::Value;
 use std::sync::OnceLock;
 use wasmtime::component::{Component, ComponentExportIndex, Instance, Linker, Val};

@@ -14,20 +14,7 @@ use baton_native::engine::{CoreComponent, LeaseRef};
 use baton_native::error::HostError;
 use std::collections::BTreeMap;
 
-/// The core's types to and from the component's (the text the component converts with).
-#[allow(dead_code, unreachable_pub)]
-mod convert {
-    use baton_native::engine::wit::commands as wc;
-    use baton_native::engine::wit::leases as wl;
-    use baton_native::engine::wit::locks as w;
-    use baton_native::engine::wit::runs as wr;
-    use baton_native::engine::wit::stores as ws;
-    use baton_native::engine::wit::types as t;
-    include!("../../component/src/wit_convert.rs");
-    include!("../../component/src/wit_convert_stores.rs");
-    include!("../../component/src/wit_convert_run.rs");
-    include!("../../component/src/wit_convert_commands.rs");
-}
+mod convert;
 
 /// The core's etcd types to and from the component's `etcd` interface.
 #[allow(dead_code, unreachable_pub)]

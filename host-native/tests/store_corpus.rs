@@ -14,18 +14,7 @@ mod common;
 mod typed_commands;
 mod typed_stores;
 
-/// The core's types to and from the component's, for the operations decided through typed interfaces.
-#[allow(dead_code, unreachable_pub)]
-mod convert {
-    use baton_native::engine::wit::commands as wc;
-    use baton_native::engine::wit::leases as wl;
-    use baton_native::engine::wit::locks as w;
-    use baton_native::engine::wit::stores as ws;
-    use baton_native::engine::wit::types as t;
-    include!("../../component/src/wit_convert.rs");
-    include!("../../component/src/wit_convert_stores.rs");
-    include!("../../component/src/wit_convert_commands.rs");
-}
+mod convert;
 
 use backend::{Daemon, Kind, Location, Place};
 use baton_native::engine::CoreComponent;
