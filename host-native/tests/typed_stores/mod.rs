@@ -61,7 +61,7 @@ pub(crate) fn call(core: &mut CoreComponent, op: &str, input: &str) -> Option<Re
 /// (`core/src/claims/steps.rs`; `host-native/tests/ownership_component.rs` drives it through the
 /// component). Their corpus steps still run natively, and through the npm package (`api` operations), so
 /// the component runners take them from the native core.
-const NOT_COMPONENT_FUNCTIONS: [&str; 8] = [
+pub(crate) const NOT_COMPONENT_FUNCTIONS: [&str; 8] = [
     "claim-cell",
     "claim-take",
     "claim-facts",
