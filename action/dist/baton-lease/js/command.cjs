@@ -15,7 +15,7 @@ const { openStore } = require('./dir-store.cjs');
 const { RunLoop } = require('./run-loop.cjs');
 const { startWork } = require('./work.cjs');
 const { gcPlan, openPrsText, lsRemote, sortOut } = require('./gc.cjs');
-const { ledgerChange } = require('./claim.cjs');
+const { runChange, changeOp } = require('./claim.cjs');
 const { predecessorOf } = require('./ownership.cjs');
 
 const VARS = ['BATON_STORE', 'BATON_APPROVED_BY', 'BATON_CANCEL_GRACE', 'BATON_HOLDER', 'BATON_EPOCH'];
@@ -134,16 +134,16 @@ async function ledger(line) {
   const store = openStore(line.store ?? undefined);
   try {
     const { holder, epoch, resource, id } = line;
-    // The marker an entry that becomes owned is written with (the core judges it): docs/compatibility.md.
-    const request = { holder, epoch, resource, id: id ?? null, ownedMarker: process.env.BATON_CREATED_BY ?? null };
-    // The claim first (intend, record), freed after a forget: as `baton ledger` (js/claim.cjs).
+    // The claim first (intend, record), freed after a forget: the core's ownership change, as `baton
+    // ledger` (js/claim.cjs). The marker an entry that becomes owned is written with (the core judges it):
+    // docs/compatibility.md.
     const { predecessor } = predecessorOf(context);
-    const run = { env: context.env, scope: context.scope, holder, epoch, predecessor };
-    const write = () => store.transact({ env: context.env, scope: context.scope }, line.op, request);
-    const answer = await ledgerChange(store, run, line.op, resource, write, { onWarning: (w) => note(`warning: ${w}`) });
+    const config = { env: context.env, scope: context.scope, holder, epoch, predecessor, resource, op: changeOp(line.op, id), ownedMarker: process.env.BATON_CREATED_BY ?? null };
+    const answer = await runChange(store, config);
+    for (const w of answer.warnings) note(`warning: ${w}`);
     if (!line.json) note(`${line.op.replace('ledger-', '')}: ${resource.adapter}:${resource.key} in ${context.env}/${context.scope} (epoch ${epoch})`);
     const data = { environment: context.env, scope: context.scope, store: store.spec, resource, ledger: answer.receipt?.ledger ?? null };
-    if (answer.forgotten !== undefined) data.forgotten = answer.forgotten;
+    if (answer.forgotten != null) data.forgotten = answer.forgotten;
     return { outcome: { data } };
   } finally {
     await store.close();

@@ -7,7 +7,7 @@
  */
 const { hostError } = require('./core.cjs');
 const { resourceOf } = require('./ownership.cjs');
-const { takeClaim, ledgerChange } = require('./claim.cjs');
+const { runChange } = require('./claim.cjs');
 const { asBatonError, notify } = require('./loop.cjs');
 
 /** Internal methods the subclass provides or uses. */
@@ -118,32 +118,25 @@ class FencedRun {
   }
 
   /**
-   * Claims `res` for this run before its intent or record (core/src/claims): OWNED_BY_OTHER_SCOPE when
-   * another scope owns it. `dry` only asks (ledger check with `change`).
+   * One ownership change of `res` by this run (js/claim.cjs `runChange`: the core's machine, the claim
+   * first for intend and record, freed after a forget; a check with `change` asks the claim read-only).
+   * OWNED_BY_OTHER_SCOPE when another scope owns it; LOCK_LOST stops the lease.
    */
-  async #claim(res, dry = false, listed = null) {
-    const epoch = dry ? this.epoch : this.assertHeld();
-    const run = { env: this.env, scope: this.scope, holder: this.holder, epoch, predecessor: this.predecessor };
-    try {
-      return await takeClaim(this.#store, run, res, { dry, listed, deadline: this[deadline]() });
-    } catch (e) {
-      throw asBatonError(e, 'the store failed');
-    }
-  }
-
-  /** A ledger change of `res` (claims/claim.cjs `ledgerChange`) whose fenced write is `#fenced(op, request)`. */
-  async #change(op, res, request) {
+  async #change(op, res, extra = {}) {
     const epoch = this.assertHeld();
-    const run = { env: this.env, scope: this.scope, holder: this.holder, epoch, predecessor: this.predecessor };
+    const config = { env: this.env, scope: this.scope, holder: this.holder, epoch, predecessor: this.predecessor ?? null, resource: res, op, ...extra };
+    let answer;
     try {
-      const options = { deadline: this[deadline](), onWarning: (w) => this[warn](w) };
-      return await ledgerChange(this.#store, run, op, res, () => this.#fenced(op, { ...request, resource: res }), options);
+      answer = await runChange(this.#store, config, { deadline: this[deadline]() });
     } catch (e) {
       const error = asBatonError(e, 'the store failed');
-      // A claim refused because a newer run of this scope holds it: the lease was taken over.
+      // The write was fenced out, or a newer run of this scope holds the claim: the lease was taken over.
       if (error.code === 'LOCK_LOST') this[stop](error);
       throw error;
     }
+    if (answer.receipt) this.receipt = answer.receipt;
+    for (const warning of answer.warnings ?? []) this[warn](warning);
+    return answer;
   }
 
   /** A fenced write of data file `file` of the cell (see Lease.write). */
@@ -156,7 +149,7 @@ class FencedRun {
   /** Records a write-ahead intent for `resource` before creating it (a fenced checkpoint). */
   async intend(resource) {
     this[open]('intend');
-    await this.#change('ledger-intend', resourceOf(resource), {});
+    await this.#change({ type: 'intend' }, resourceOf(resource));
   }
 
   /** Records that `resource` exists with provider id `id` and this scope owns it. */
@@ -164,13 +157,13 @@ class FencedRun {
     this[open]('record');
     if (typeof id !== 'string') throw hostError('USAGE', 'lease.record needs the provider id of the resource (a string)');
     // The marker an entry that becomes owned is written with (BATON_CREATED_BY; the core judges it).
-    await this.#change('ledger-record', resourceOf(resource), { id, ownedMarker: process.env.BATON_CREATED_BY ?? null });
+    await this.#change({ type: 'record', id }, resourceOf(resource), { ownedMarker: process.env.BATON_CREATED_BY ?? null });
   }
 
   /** Removes `resource` from the ledger; resolves `{forgotten}`. */
   async forget(resource) {
     this[open]('forget');
-    const answer = await this.#change('ledger-forget', resourceOf(resource), {});
+    const answer = await this.#change({ type: 'forget' }, resourceOf(resource));
     return { forgotten: answer.forgotten === true };
   }
 
@@ -179,14 +172,11 @@ class FencedRun {
     this[open]('check');
     const change = options?.change ?? false;
     if (typeof change !== 'boolean') throw hostError('USAGE', 'lease.check: `change` must be a boolean');
-    const res = resourceOf(resource);
-    const others = await this.#store.list(this.env);
-    const answer = await this.#fenced('ledger-check', { resource: res, change, others, predecessor: this.predecessor });
-    // A change must also get past the claim (read only here: `intend` takes it).
-    if (change) await this.#claim(res, true, others);
+    // The listing, the fenced check, and with `change` the claim asked read-only (`intend` takes it).
+    const answer = await this.#change({ type: 'check', change }, resourceOf(resource));
     const result = { relation: answer.relation, adopted: answer.adopted === true };
-    if (answer.owner !== undefined) result.owner = answer.owner;
-    if (answer.createdBy !== undefined) result.createdBy = answer.createdBy;
+    if (answer.owner != null) result.owner = answer.owner;
+    if (answer.createdBy != null) result.createdBy = answer.createdBy;
     return result;
   }
 }

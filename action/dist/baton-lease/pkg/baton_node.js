@@ -132,6 +132,75 @@ if (Symbol.dispose) Lease.prototype[Symbol.dispose] = Lease.prototype.free;
 exports.Lease = Lease;
 
 /**
+ * One ownership change (`baton_core::claims::ChangeMachine`): a ledger change with its claim, the protocol
+ * decided in the core. The JS loop (`js/claim.cjs`) carries out its actions on the package's stores, which
+ * run core operations by name: a load comes with the operation and request that decide it
+ * (`store.transact(cell, op, request)`), and its answer is reported back. Plain objects both ways.
+ */
+class Ownership {
+    __destroy_into_raw() {
+        const ptr = this.__wbg_ptr;
+        this.__wbg_ptr = 0;
+        OwnershipFinalization.unregister(this);
+        return ptr;
+    }
+    free() {
+        const ptr = this.__destroy_into_raw();
+        wasm.__wbg_ownership_free(ptr, 0);
+    }
+    /**
+     * Reports load `id`: `{ok: the operation's answer}` or `{error}`.
+     * @param {number} id
+     * @param {any} outcome
+     */
+    handleAnswer(id, outcome) {
+        const ret = wasm.ownership_handleAnswer(this.__wbg_ptr, id, outcome);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * Reports listing `id`: `{ok: [{scope, text}]}` or `{error}`.
+     * @param {number} id
+     * @param {any} outcome
+     */
+    handleListing(id, outcome) {
+        const ret = wasm.ownership_handleListing(this.__wbg_ptr, id, outcome);
+        if (ret[1]) {
+            throw takeFromExternrefTable0(ret[0]);
+        }
+    }
+    /**
+     * Creates the change from `{env, scope, holder?, epoch?, predecessor?, resource, op: {type: intend |
+     * record (id) | forget | check (change)}, ownedMarker?}`; throws USAGE for a bad one.
+     * @param {any} config
+     */
+    constructor(config) {
+        const ret = wasm.ownership_new(config);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        this.__wbg_ptr = ret[0];
+        OwnershipFinalization.register(this, this.__wbg_ptr, this);
+        return this;
+    }
+    /**
+     * The next action, or `undefined`: `{type: 'load', id, env, scope, write, op, request}`, `{type:
+     * 'list', id, env}`, `{type: 'done', answer}` or `{type: 'failed', error}` (the error object).
+     * @returns {any}
+     */
+    pollAction() {
+        const ret = wasm.ownership_pollAction(this.__wbg_ptr);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+}
+if (Symbol.dispose) Ownership.prototype[Symbol.dispose] = Ownership.prototype.free;
+exports.Ownership = Ownership;
+
+/**
  * One run from approval to verdict (`baton_core::run`). Times are the host's monotonic clock in whole
  * milliseconds; the configuration, results, work ends and actions are plain objects (serde-wasm-bindgen),
  * no JSON text.
@@ -657,6 +726,9 @@ function __wbg_get_imports() {
 const LeaseFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_lease_free(ptr, 1));
+const OwnershipFinalization = (typeof FinalizationRegistry === 'undefined')
+    ? { register: () => {}, unregister: () => {} }
+    : new FinalizationRegistry(ptr => wasm.__wbg_ownership_free(ptr, 1));
 const RunFinalization = (typeof FinalizationRegistry === 'undefined')
     ? { register: () => {}, unregister: () => {} }
     : new FinalizationRegistry(ptr => wasm.__wbg_run_free(ptr, 1));
