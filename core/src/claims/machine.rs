@@ -18,6 +18,7 @@
 //! fenced forget (a failure there is a warning); a check with `change` also asks the claim, read-only.
 
 use super::change::{ChangeAction, ChangeAnswer, ChangeConfig, ChangeOp, Load};
+use super::step::{Settled, Step};
 use super::take::{ClaimFacts, TakeAnswer, TakeNeed, TakeRequest, facts, free_typed, take_typed};
 use super::{claim_cell, steps};
 use crate::cell::{Cell, Change};
@@ -28,37 +29,6 @@ use serde_json::Value;
 
 /// More takes than this means the claim kept changing while it was read (each round is one read at most).
 pub const MAX_ROUNDS: usize = 8;
-
-/// What is in flight.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Step {
-    /// The take on the claim cell.
-    Take,
-    /// The listing a take needs.
-    TakeList,
-    /// The claimer's facts a take needs, read on its cell.
-    TakeFacts { scope: String, claim_epoch: u64, pending: Option<String> },
-    /// The fenced ledger write on the run's cell.
-    Write,
-    /// `claim-free` on the claim cell: after a forget, or giving back (`give_back`).
-    Free { give_back: bool },
-    /// The give-back's look at the run's own receipt: did the refused write land after all?
-    OwnFacts,
-    /// The listing a check judges on.
-    CheckList,
-    /// The ledger check on the run's cell.
-    Check,
-}
-
-/// What a step decided, from [`ChangeMachine::apply`] or a JSON answer.
-#[derive(Clone, Debug)]
-pub(crate) enum Settled {
-    Take(Result<&'static str, TakeNeed>),
-    Facts(ClaimFacts),
-    Freed,
-    /// A ledger write or check: the answer's fields.
-    Answer(ChangeAnswer),
-}
 
 /// One ownership change in progress (see the module).
 #[derive(Clone, Debug)]
@@ -212,7 +182,7 @@ impl ChangeMachine {
     /// (without `cell` and `nowMs`) that decide load `id` as [`Self::apply`] would.
     pub fn json_request(&self, id: u64) -> Result<(&'static str, Value), CoreError> {
         let step = self.step_of(id)?;
-        steps::json_request(self, step)
+        steps::json_request(&self.config, self.others.as_deref(), || self.take_request(), step)
     }
 
     /// [`Self::handle_outcome`] for a host that ran [`Self::json_request`]: the operation's answer, or its error.
@@ -301,7 +271,7 @@ impl ChangeMachine {
                 let freed = free_typed(cell, now, &c.env, scope, epoch, res, *give_back)?;
                 Ok((freed.changes, Settled::Freed))
             }
-            Step::Write | Step::Check => steps::ledger(self, step, cell, now),
+            Step::Write | Step::Check => steps::ledger(&self.config, self.others.as_deref(), step, cell, now),
             Step::TakeList | Step::CheckList => {
                 Err(CoreError::internal("ownership change: a listing is reported with handle_listing"))
             }

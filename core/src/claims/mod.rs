@@ -40,6 +40,7 @@ mod change;
 mod machine;
 mod record;
 mod status;
+mod step;
 mod steps;
 mod take;
 

@@ -2,11 +2,11 @@
 //! operations by name: the request of each step and the step's answer read back.
 
 use super::change::{ChangeAnswer, ChangeConfig, ChangeOp, resource_json};
-use super::machine::{ChangeMachine, Settled, Step};
-use super::take::{ClaimFacts, TakeNeed};
+use super::step::{Settled, Step};
+use super::take::{ClaimFacts, TakeNeed, TakeRequest};
 use crate::cell::{Cell, Change};
 use crate::error::CoreError;
-use crate::ownership::{self, Written};
+use crate::ownership::{self, OtherScope, Written};
 use crate::time::UnixMs;
 use serde_json::{Value, json};
 
@@ -17,17 +17,17 @@ pub(crate) fn fence(c: &ChangeConfig) -> Option<(&str, u64)> {
 
 /// The fenced ledger write, or the check, on the run's cell.
 pub(crate) fn ledger(
-    m: &ChangeMachine,
+    c: &ChangeConfig,
+    others: Option<&[OtherScope]>,
     step: &Step,
     cell: &Cell,
     now: UnixMs,
 ) -> Result<(Vec<Change>, Settled), CoreError> {
-    let c = &m.config;
     let res = &c.resource;
     let (holder, epoch) = (c.holder.as_deref().unwrap_or_default(), c.epoch.unwrap_or(0));
     let written = match (&c.op, step) {
         (ChangeOp::Check { change }, Step::Check) => {
-            let others = m.others.as_deref().unwrap_or_default();
+            let others = others.unwrap_or_default();
             let mut v = ownership::check(cell, fence(c), now, res, *change, others, c.predecessor.as_deref())?;
             let changes: Vec<Change> = serde_json::from_value(v["changes"].take())
                 .map_err(|e| CoreError::internal(format!("ledger-check answered changes that are not: {e}")))?;
@@ -72,13 +72,18 @@ fn answer_of(v: &Value) -> ChangeAnswer {
 }
 
 /// The core operation and its request (without `cell`, `nowMs`) that decide `step` as `apply` does.
-pub(crate) fn json_request(m: &ChangeMachine, step: &Step) -> Result<(&'static str, Value), CoreError> {
-    let c = &m.config;
+/// `take`: the take's request as the machine would decide it (asked for only for a take).
+pub(crate) fn json_request(
+    c: &ChangeConfig,
+    others: Option<&[OtherScope]>,
+    take: impl FnOnce() -> TakeRequest,
+    step: &Step,
+) -> Result<(&'static str, Value), CoreError> {
     let res = resource_json(&c.resource);
     let epoch = c.epoch.unwrap_or(0);
     Ok(match step {
         Step::Take => {
-            let t = m.take_request();
+            let t = take();
             let others: Option<Vec<Value>> = t
                 .others
                 .as_ref()
@@ -110,7 +115,7 @@ pub(crate) fn json_request(m: &ChangeMachine, step: &Step) -> Result<(&'static s
         Step::Check => {
             let change = c.op == (ChangeOp::Check { change: true });
             let others: Vec<Value> =
-                m.others.iter().flatten().map(|o| json!({ "scope": o.scope, "text": o.text })).collect();
+                others.into_iter().flatten().map(|o| json!({ "scope": o.scope, "text": o.text })).collect();
             let (holder, epoch) = fence(c).map_or((None, None), |(h, e)| (Some(h), Some(e)));
             let request = json!({ "holder": holder, "epoch": epoch, "resource": res, "change": change, "others": others, "predecessor": c.predecessor });
             ("ledger-check", request)
