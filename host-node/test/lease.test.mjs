@@ -243,8 +243,10 @@ test('pacing: a store slower than the renewal period never sees two lease transa
   const slow = wrap(store, { latencyMs });
   const events = [];
   // Renewal every 100 ms after the previous one settled, against a 300 ms store: a timer-driven renewal
-  // would pile up three requests; the machine's pacing keeps one. TTL - margin (960 ms) > 300 + 100.
-  const lease = await acquireLease(slow.store, { ...cell, holder: 'a', ttlMs: 1200, renewEveryMs: 100, onEvent: (e) => events.push(e.kind), ...quiet });
+  // would pile up three requests; the machine's pacing keeps one. TTL - margin (2400 ms) is far above
+  // 300 + 100, so an event loop slowed by the other test files (CI runs three at a time) never reaches the
+  // deadline: this test is about pacing, not about the deadline (must-stop has its own).
+  const lease = await acquireLease(slow.store, { ...cell, holder: 'a', ttlMs: 3000, renewEveryMs: 100, onEvent: (e) => events.push(e.kind), ...quiet });
   await until(() => slow.renewing, 2000, 'a renewal in flight');
   // The renewal in flight when the write is asked for: a write queued behind it would start only after it
   // settled. An ordering of the store's own records, not a wall-clock bound (CI machines are loaded).
