@@ -29,6 +29,13 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   echo "setup: adding the wasm32-unknown-unknown target" >&2
   rustup target add wasm32-unknown-unknown
 fi
+# rustfmt and clippy come with rustup's default profile; a minimal one lacks them (scripts/test.sh uses both).
+for c in rustfmt clippy; do
+  if ! rustup component list --installed | grep -q "^$c"; then
+    echo "setup: adding the $c component" >&2
+    rustup component add "$c"
+  fi
+done
 
 # The wasm-bindgen CLI must equal the wasm-bindgen crate in Cargo.lock, so read it from there.
 WBG=$(awk '$0=="name = \"wasm-bindgen\"" {getline; gsub(/version = |"/,""); print; exit}' Cargo.lock)

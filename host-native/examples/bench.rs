@@ -10,7 +10,7 @@ mod figures;
 use baton_native::engine::wit::locks::FencedWriteRequest;
 use baton_native::engine::{CoreComponent, acquire_op, lock_answer_json, release_op};
 use baton_native::store::DirStore;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -112,21 +112,15 @@ fn main() {
     let node: Value =
         std::env::var("BATON_BENCH_NODE").ok().and_then(|s| serde_json::from_str(&s).ok()).unwrap_or(Value::Null);
     let mut core = CoreComponent::load().expect("the component loads");
-    let scope_req = json!({ "branch": "feat/search", "pr": null });
-    let scope_text = scope_req.to_string();
-
     println!("per-call cost (median of 7 x {CALLS} calls), ratio to native Rust");
-    let rows = [("scope_for", &scope_text, &scope_req, "scopeForUs", "scope-for")];
-    for (name, text, req, node_key, op) in rows {
-        let native = per_call(7, CALLS, || {
-            std::hint::black_box(baton_core::api::invoke(op, text).expect("decides"));
-        });
-        let component = per_call(7, CALLS, || {
-            // Text in, text out, like the native and Node paths (the request is already a Value here).
-            std::hint::black_box(core.invoke_text(op, req).expect("decides"));
-        });
-        print_row(name, native, component, node[node_key].as_f64().ok_or("not measured (run scripts/bench.sh)"));
-    }
+    // `decisions.scope-for`, typed (names in, the scope out), against the core's function.
+    let native = per_call(7, CALLS, || {
+        std::hint::black_box(baton_core::scope::scope_for("feat/search", None, None));
+    });
+    let component = per_call(7, CALLS, || {
+        std::hint::black_box(core.scope_for("feat/search", None, None).expect("decides"));
+    });
+    print_row("scope_for", native, component, node["scopeForUs"].as_f64().ok_or("not measured (run scripts/bench.sh)"));
 
     // The typed interface (`locks.apply`): records in, records out, against the core's typed function.
     let typed_cell = baton_core::cell::Cell { env: "preview".into(), scope: "pr-1".into(), ..Default::default() };

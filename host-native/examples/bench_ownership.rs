@@ -7,6 +7,8 @@
 
 #[path = "bench_common/figures.rs"]
 mod figures;
+#[path = "bench_common/run_driver.rs"]
+mod run_driver;
 
 use baton_native::engine::CoreComponent;
 use serde_json::{Value, json};
@@ -53,6 +55,11 @@ fn receipt(scope: &str, n: usize) -> String {
     .to_string()
 }
 
+/// The predecessor's receipt: `branch-big` with `total` entries.
+fn pred_text(total: usize) -> String {
+    receipt("branch-big", total)
+}
+
 /// The three requests for a total of `total` entries over 1,000 scopes.
 fn requests(total: usize) -> [(&'static str, Value); 3] {
     let per = total / 1000;
@@ -60,7 +67,7 @@ fn requests(total: usize) -> [(&'static str, Value); 3] {
         (0..1000).map(|i| json!({ "scope": format!("pr-{i}"), "text": receipt(&format!("pr-{i}"), per) })).collect();
     let lock = json!({ "holder": "run-x", "acquiredAt": "2026-10-10T12:00:00.000Z", "expiresAt": "2999-01-01T00:00:00.000Z", "epoch": 1 }).to_string();
     let own = json!({ "env": "preview", "scope": "pr-x", "files": { "lock.json": lock } });
-    let pred_text = receipt("branch-big", total);
+    let pred_text = pred_text(total);
     let big_ledger: Value = serde_json::from_str::<Value>(&pred_text).unwrap()["ledger"].clone();
     let pred_cell =
         json!({ "env": "preview", "scope": "branch-big", "files": { "lock.json": lock, "latest.json": pred_text } });
@@ -153,13 +160,14 @@ fn main() {
             COUNTING.store(false, Ordering::Relaxed);
             drop(answer);
             let peak_mb = PEAK.load(Ordering::Relaxed) as f64 / 1e6;
-            let component = if op == "ledger-check" {
-                // Through the typed ownership change (`check`): the listing handed in, the check on the cell.
-                median_ms(5, || typed_check(&mut core, &call["request"]))
+            // The component against native Rust on the same path: the foreign map through the typed ownership
+            // change (`check`: the listing handed in, the check on the cell) against the core's function;
+            // the receipt steps, which the component decides only inside `runs.run`, as the `apply` of that
+            // step in a whole run, through the component's run resource and the native run machine.
+            let (component, baseline) = if op == "ledger-check" {
+                (median_ms(5, || typed_check(&mut core, &call["request"])), native)
             } else {
-                median_ms(5, || {
-                    std::hint::black_box(core.invoke_text(op, &call["request"]).expect("decides"));
-                })
+                run_driver::component_and_native(&mut core, &pred_text(total), op)
             };
             let node_ms = node["ownership"][format!("{name}@{total}")].as_f64();
             if total == 100_000 && name != "foreign map" {
@@ -182,7 +190,7 @@ fn main() {
                     component,
                     "ms",
                     "native Rust",
-                    native,
+                    baseline,
                     None,
                 );
                 if let Some(n) = node_ms {
@@ -190,9 +198,9 @@ fn main() {
                 }
             }
             print!(
-                "  {name:<12} {total:>7} entries  native {native:>8.2} ms (peak heap {peak_mb:>6.1} MB, input {:>5.1} MB)  component {component:>8.2} ms ({:>4.2}x)",
+                "  {name:<12} {total:>7} entries  native {native:>8.2} ms (peak heap {peak_mb:>6.1} MB, input {:>5.1} MB)  component {component:>8.2} ms ({:>4.2}x of {baseline:.2})",
                 text.len() as f64 / 1e6,
-                component / native
+                component / baseline
             );
             match node_ms {
                 Some(n) => println!("  node {n:>8.2} ms ({:>4.2}x)", n / native),

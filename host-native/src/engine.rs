@@ -102,52 +102,6 @@ impl CoreComponent {
         e
     }
 
-    /// Runs core operation `op` (see `baton_core::api::OPS`) on a JSON request.
-    ///
-    /// A refusal of the core comes back as a [`HostError`] carrying the core's code and details.
-    pub fn invoke(&mut self, op: &str, request: &Value) -> Result<Value, HostError> {
-        let text = self.invoke_text(op, request)?;
-        serde_json::from_str(&text)
-            .map_err(|e| HostError::internal(format!("the core answered `{op}` with invalid JSON: {e}")))
-    }
-
-    /// [`Self::invoke`] without parsing the answer: JSON text in the core's format.
-    pub fn invoke_text(&mut self, op: &str, request: &Value) -> Result<String, HostError> {
-        let req = request.to_string();
-        let d = self.core.baton_core_decisions();
-        let s = &mut self.store;
-        let answer = match op {
-            "scope-for" => {
-                let field = |k: &str| request.get(k).and_then(Value::as_str);
-                let pr = request.get("pr").and_then(Value::as_u64);
-                let scope = d
-                    .call_scope_for(s, field("branch").unwrap_or_default(), pr, field("defaultBranch"))
-                    .map_err(wasm_error)?;
-                return Ok(serde_json::json!({ "scope": scope }).to_string());
-            }
-            "error-codes" => {
-                let codes = d.call_error_codes(s).map_err(wasm_error)?;
-                let list =
-                    codes.into_iter().map(|c| serde_json::json!({ "code": c.name, "exit": c.exit, "hint": c.hint }));
-                return Ok(Value::Array(list.collect()).to_string());
-            }
-            "cell-files" => {
-                return Ok(serde_json::json!(d.call_cell_files(s).map_err(wasm_error)?).to_string());
-            }
-            "run-begin" => d.call_run_begin(s, &req),
-            "run-finish" => d.call_run_finish(s, &req),
-            "handover" => d.call_handover(s, &req),
-            "destroy-plan" => d.call_destroy_plan(s, &req),
-            "claim-move" => d.call_claim_move(s, &req),
-            "cell-steps" => d.call_cell_steps(s, &req),
-            other => {
-                return Err(HostError::internal(format!("the component has no operation `{other}`")));
-            }
-        }
-        .map_err(wasm_error)?;
-        answer.map_err(from_wit)
-    }
-
     /// `scope-for` through its typed WIT function.
     pub fn scope_for(
         &mut self,
@@ -156,6 +110,11 @@ impl CoreComponent {
         default_branch: Option<&str>,
     ) -> Result<String, HostError> {
         self.core.baton_core_decisions().call_scope_for(&mut self.store, branch, pr, default_branch).map_err(wasm_error)
+    }
+
+    /// Every error code with its JSON name, exit code and hint (`decisions.error-codes`).
+    pub fn error_codes(&mut self) -> Result<Vec<wit::types::ErrorInfo>, HostError> {
+        self.core.baton_core_decisions().call_error_codes(&mut self.store).map_err(wasm_error)
     }
 
     /// The names of the cell files a store loads into a snapshot.

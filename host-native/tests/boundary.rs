@@ -1,14 +1,15 @@
-//! No panic crosses the wasm boundary: every operation of the core component, called through wasmtime with
-//! malformed and random requests, answers with a value (an answer, or an `error` record whose code is one of
-//! the core's `error-codes`), never a trap, and answers exactly as the native core does.
+//! No panic crosses the wasm boundary: every function of the core component, called through wasmtime with
+//! malformed, odd and random inputs, answers with a value (an answer, or an `error` record whose code is one
+//! of the core's `error-codes`), never a trap, and answers exactly as the native core does.
 //!
-//! The calls go through wasmtime's dynamic component API, so a trap is seen as what it is (a
-//! `wasmtime::Trap` in the call's error) rather than as a host error. The control test shows that a
-//! component which traps is reported as a trap by the same classification.
+//! The typed interfaces take the requests of the fuzz corpus read as the core's request types
+//! (`fuzz/corpus/invoke_any/`, `op\nrequest`, a fixed list of malformed requests, and
+//! `BATON_BOUNDARY_CASES` (default 1500) seeded mutations of them, `core/tests/fuzz_bodies/inputs.rs`); the
+//! lock transactions, the lease and the run resource take odd cells, names, times and TTLs.
 //!
-//! Inputs: for every operation a fixed list of malformed requests, the requests of the fuzz corpus
-//! (`fuzz/corpus/invoke_any/`, `op\nrequest`), and `BATON_BOUNDARY_CASES` (default 1500) seeded mutations
-//! of them (`core/tests/fuzz_bodies/inputs.rs`).
+//! The parameterless and `decisions` calls go through wasmtime's dynamic component API, so a trap is seen as
+//! what it is (a `wasmtime::Trap` in the call's error) rather than as a host error; the control test shows
+//! that a component which traps is reported so.
 
 #[path = "../../core/tests/fuzz_bodies/mod.rs"]
 mod fuzz_bodies;
@@ -23,7 +24,7 @@ mod typed_commands;
 #[allow(dead_code)]
 mod typed_stores;
 
-use baton_core::api::{OPS, invoke};
+use baton_core::api::invoke;
 use baton_native::engine::{COMPONENT, CoreComponent};
 
 mod convert;
@@ -34,17 +35,6 @@ use wasmtime::{Config, Engine, Store, Trap};
 
 /// The WIT interface every operation is exported from.
 const INTERFACE: &str = "baton:core/decisions@0.2.0";
-
-/// What one call across the boundary gave.
-#[derive(Debug, PartialEq)]
-enum Outcome {
-    /// `ok(answer)` (or a plain return value, as JSON text).
-    Answer(String),
-    /// `err(error)`: the WIT error record.
-    Refused { code: String, message: String, json: String },
-    /// The guest trapped (a panic under `panic = "abort"` is `unreachable`), or the call failed in wasmtime.
-    Trap(String),
-}
 
 /// A component instance called through wasmtime's dynamic API. A trap poisons an instance, so the next
 /// call after a trap instantiates afresh.
@@ -109,68 +99,6 @@ impl Boundary {
             }
         }
     }
-
-    /// Calls operation `op` (a WIT function taking the request string) and classifies the result.
-    fn invoke(&mut self, op: &str, request: &str) -> Outcome {
-        match self.call(op, &[Val::String(request.into())]) {
-            Err(trap) => Outcome::Trap(trap),
-            Ok(value) => classify(value),
-        }
-    }
-}
-
-/// The outcome of a `result<string, error>` value.
-fn classify(value: Val) -> Outcome {
-    match value {
-        Val::Result(Ok(Some(answer))) => match *answer {
-            Val::String(s) => Outcome::Answer(s),
-            other => panic!("an answer that is not a string: {other:?}"),
-        },
-        Val::Result(Err(Some(error))) => {
-            let Val::Record(fields) = *error else { panic!("an error that is not a record") };
-            let field = |name: &str| fields.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
-            let code = match field("code") {
-                Some(Val::Enum(c)) => c,
-                other => panic!("an error code that is not an enum: {other:?}"),
-            };
-            let text = |name: &str| match field(name) {
-                Some(Val::String(s)) => s,
-                other => panic!("error field `{name}` is not a string: {other:?}"),
-            };
-            Outcome::Refused { code, message: text("message"), json: text("json") }
-        }
-        other => panic!("not a result<string, error>: {other:?}"),
-    }
-}
-
-/// The JSON spelling (`LOCK_HELD`) of a WIT enum case (`lock-held`).
-fn json_code(wit: &str) -> String {
-    wit.replace('-', "_").to_uppercase()
-}
-
-/// Asserts that `outcome` is no trap, is a valid envelope (JSON answer, or an error of a known code whose
-/// `json` carries that code and the message), and is what the native core answers to the same request.
-fn assert_like_native(op: &str, request: &str, outcome: &Outcome, codes: &[String]) {
-    let native = invoke(op, request);
-    match (outcome, native) {
-        (Outcome::Trap(t), _) => panic!("`{op}` trapped on {request:?}: {t}"),
-        (Outcome::Answer(a), Ok(n)) => {
-            serde_json::from_str::<Value>(a).unwrap_or_else(|e| panic!("`{op}` answered invalid JSON ({e}): {a}"));
-            assert_eq!(a, &n, "`{op}` answers {request:?} like the native core");
-        }
-        (Outcome::Refused { code, message, json }, Err(n)) => {
-            let code = json_code(code);
-            assert!(codes.contains(&code), "`{op}` refused with {code}, not one of error-codes");
-            let obj: Value = serde_json::from_str(json).expect("the error's json is JSON");
-            assert_eq!((obj["code"].as_str(), obj["message"].as_str()), (Some(code.as_str()), Some(message.as_str())));
-            assert_eq!(
-                (code.as_str(), message.as_str()),
-                (n.code.as_str(), n.message.as_str()),
-                "`{op}` on {request:?}"
-            );
-        }
-        (outcome, native) => panic!("`{op}` on {request:?}: component {outcome:?}, native {native:?}"),
-    }
 }
 
 /// Requests no operation accepts, and some that only some accept.
@@ -201,21 +129,6 @@ fn error_codes(b: &mut Boundary) -> Vec<String> {
                 other => panic!("error-info name: {other:?}"),
             }
         })
-        .collect()
-}
-
-/// The operations of `decisions` taking one request string (all but `scope-for`, `error-codes`,
-/// `cell-files` and the typed ones of `stores` and `commands`).
-fn request_ops() -> Vec<&'static str> {
-    OPS.into_iter()
-        // The etcd decisions are the typed `etcd` interface's (the corpus's tests/scenarios/etcd.json drives them).
-        .filter(|op| !matches!(*op, "scope-for" | "error-codes" | "cell-files") && !typed_stores::OPS.contains(op))
-        .filter(|op| !typed_commands::OPS.contains(op))
-        // A ledger change with its claim is the `ownership.change` resource's (tests/ownership_component.rs).
-        .filter(|op| !typed_stores::NOT_COMPONENT_FUNCTIONS.contains(op))
-        .filter(|op| !op.starts_with("etcd-"))
-        // The lock transactions are `locks.apply`'s (`no_input_makes_a_lease_or_a_lock_transaction_trap`).
-        .filter(|op| !op.starts_with("lock-"))
         .collect()
 }
 
@@ -296,14 +209,7 @@ fn no_input_makes_the_component_trap() {
     let codes = error_codes(&mut b);
     assert_eq!(codes.len(), baton_core::ErrorCode::ALL.len());
     let mut calls = 0;
-    // Every operation with every malformed request and every corpus request (whatever op it was meant
-    // for), then seeded mutations of the corpus, each to the operation its first line names.
-    for (op, request) in requests(&request_ops()) {
-        let outcome = b.invoke(&op, &request);
-        assert_like_native(&op, &request, &outcome, &codes);
-        calls += 1;
-    }
-    // The typed and parameterless functions.
+    // `decisions`: typed, parameterless or on names.
     for branch in ["", "main", "feat/x", "\u{0}", "é", &"x".repeat(10_000)] {
         for pr in [None, Some(0), Some(u64::MAX)] {
             let params = [
@@ -318,7 +224,7 @@ fn no_input_makes_the_component_trap() {
     }
     assert!(matches!(b.call("cell-files", &[]), Ok(Val::List(_))));
     println!("boundary: {calls} calls across the component boundary, no trap");
-    assert!(calls > 900, "{calls} calls"); // 6 JSON operations left, each with ~170 requests
+    assert_eq!(calls, 6 * 3);
 }
 
 /// The typed interfaces take no text to parse, so the inputs are odd values: cells whose files are not
@@ -416,11 +322,97 @@ fn a_trapping_component_is_seen_as_a_trap() {
     );
     let bytes = wat::parse_str(&wat).expect("valid WAT");
     let mut b = Boundary::new(&bytes);
-    let outcome = b.invoke("store-spec", "{}");
-    let Outcome::Trap(what) = &outcome else { panic!("a trap is seen as a trap, got {outcome:?}") };
+    let what = b.call("store-spec", &[Val::String("{}".into())]).expect_err("a trap is seen as a trap");
     assert!(what.contains("UnreachableCodeReached"), "{what}");
-    let caught = std::panic::catch_unwind(|| assert_like_native("store-spec", "{}", &outcome, &[]));
-    assert!(caught.is_err(), "the boundary check fails on a trap");
     // After a trap the instance is replaced, and the next call traps again rather than reusing a poisoned one.
-    assert!(matches!(b.invoke("store-spec", "{}"), Outcome::Trap(_)));
+    assert!(b.call("store-spec", &[Val::String("{}".into())]).is_err());
+}
+
+/// The run machine's receipt steps (the grant with the checkpoint receipt, the final receipt with the
+/// release) are decided inside the run resource's `apply`, so that is where the odd cells go: files that are
+/// not what baton writes, a receipt of another version, a ledger of the wrong shape, a huge file. Each
+/// `apply` of the grant, and of the final receipt after a clean grant, answers as the native machine's.
+#[test]
+#[allow(clippy::result_large_err)] // the WIT error record, as the generated bindings give it
+fn no_cell_makes_a_run_step_trap() {
+    use baton_core::run::{RunConfig, RunMachine};
+    use baton_core::typed::{RunAction, run_poll_action};
+    use baton_native::engine::wit::runs as wr;
+    use serde_json::json;
+    let config: RunConfig = serde_json::from_value(json!({
+        "job": "run", "context": { "env": "preview", "scope": "main", "branch": "main" },
+        "random": "0123456789abcdef0123456789abcdef0123456789",
+    }))
+    .expect("a run configuration");
+    let huge = "x".repeat(100_000);
+    let odd: [&[(&str, &str)]; 8] = [
+        &[],
+        &[("latest.json", "{")],
+        &[("latest.json", "{\"version\":99}")],
+        &[("latest.json", "{\"version\":2,\"resources\":7}")],
+        &[("latest.json", huge.as_str())],
+        &[("lock.json", "{\"holder\":\"h\",\"expiresAt\":\"not a time\",\"epoch\":1}")],
+        &[("epoch.json", "[]"), ("history.json", "{}")],
+        &[("latest.json", "{\"version\":2,\"hashKey\":\"\\u0000\",\"context\":[]}")],
+    ];
+    let cell = |files: &[(&str, &str)]| {
+        let files: serde_json::Map<String, Value> = files.iter().map(|(n, c)| ((*n).into(), (*c).into())).collect();
+        json!({ "env": "preview", "scope": "main", "files": files })
+    };
+    let now = 1_790_000_000_000_i64;
+    let mut core = CoreComponent::load().expect("the component loads");
+    let mut calls = 0;
+    // The store action of each side, after `advance` (which settles the grant on a clean cell when asked).
+    for finish in [false, true] {
+        for files in odd {
+            let mut native = RunMachine::new(config.clone()).expect("a native run");
+            let run = core.run_create(&convert::run_config_out(config.clone())).expect("a component run");
+            native.start(0).expect("starts");
+            core.run_start(&run, 0).expect("starts");
+            let next = |native: &mut RunMachine, core: &mut CoreComponent| {
+                let n = std::iter::from_fn(|| run_poll_action(native)).find_map(|a| match a {
+                    RunAction::Store(s) => Some(s.id),
+                    _ => None,
+                });
+                let c = std::iter::from_fn(|| core.run_poll_action(&run).expect("polls")).find_map(|a| match a {
+                    wr::RunAction::Store(s) => Some(s.id),
+                    _ => None,
+                });
+                assert_eq!(n, c, "both runs ask for the same store action");
+                n.expect("a store action")
+            };
+            let mut id = next(&mut native, &mut core);
+            if finish {
+                let clean: baton_core::cell::Cell = serde_json::from_value(cell(&[])).expect("a cell");
+                baton_core::api::run_apply(&mut native, id, &clean, now).expect("a clean grant");
+                core.run_apply(&run, id, &baton_native::engine::cell_of(&cell(&[])), now).unwrap().expect("granted");
+                native.handle_store_outcome(id, Ok(()), 1).expect("settles");
+                core.run_store_outcome(&run, id, Ok(()), 1).expect("settles");
+                let end = baton_core::run::WorkEnd::Exited { code: 0 };
+                core.run_work_ended(&run, &convert::work_end_out(end.clone()), 2).expect("ends");
+                native.work_ended(end, 2).expect("ends");
+                id = next(&mut native, &mut core);
+            }
+            let odd_cell = cell(files);
+            let n =
+                baton_core::api::run_apply(&mut native, id, &serde_json::from_value(odd_cell.clone()).unwrap(), now);
+            let c = core.run_apply(&run, id, &baton_native::engine::cell_of(&odd_cell), now);
+            let c = c.unwrap_or_else(|e| panic!("`apply` trapped on {files:?}: {e:?}"));
+            match (n, c) {
+                (Ok(n), Ok(c)) => {
+                    let c: Vec<Value> = c.iter().map(baton_native::engine::change_json).collect();
+                    assert_eq!(serde_json::to_value(n).unwrap(), Value::Array(c), "changes on {files:?}");
+                }
+                (Err(n), Err(c)) => assert_eq!(
+                    (n.code.as_str(), n.message.as_str()),
+                    (baton_native::engine::code_name(c.code), c.message.as_str()),
+                    "refusal on {files:?}"
+                ),
+                (n, c) => panic!("on {files:?}: native {n:?}, component {c:?}"),
+            }
+            core.run_drop(run).expect("drops");
+            calls += 1;
+        }
+    }
+    assert_eq!(calls, 16);
 }

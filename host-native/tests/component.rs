@@ -18,9 +18,10 @@ fn the_import_check_sees_an_import_when_there_is_one() {
 #[test]
 fn the_component_answers_like_the_native_core() {
     let mut core = CoreComponent::load().expect("loads");
-    let native: serde_json::Value =
-        serde_json::from_str(&baton_core::api::invoke("error-codes", "{}").unwrap()).unwrap();
-    assert_eq!(core.invoke("error-codes", &serde_json::json!({})).unwrap(), native);
+    let native: Vec<(String, u8)> =
+        baton_core::ErrorCode::ALL.iter().map(|c| (c.as_str().to_owned(), c.exit_code())).collect();
+    let codes = core.error_codes().unwrap();
+    assert_eq!(codes.iter().map(|c| (c.name.clone(), c.exit)).collect::<Vec<_>>(), native);
     assert_eq!(core.scope_for("feat/search", None, None).unwrap(), "branch-feat-search");
     let cell = serde_json::json!({"env": "e", "scope": "s", "files": {"lock.json": "{"}});
     let err = core.lock_decide(&cell, 0, &baton_native::engine::wit::locks::LockOp::LockRead).unwrap_err();

@@ -376,14 +376,15 @@ fn op(h: &mut Handle, env: &str, scope: &str, step: &Value) -> Outcome {
         request.insert("nowMs".into(), now.into());
         let request = Value::Object(request);
         // The lock transactions (`locks.apply`) and the scope status (`commands`) through their typed
-        // interfaces, the rest through their JSON functions.
+        // interfaces; the run machine's receipt steps, which the component decides only inside `runs.run`,
+        // natively (`typed_stores::NOT_COMPONENT_FUNCTIONS`).
         let typed = typed_stores::answer(core, &name, &request.to_string())
             .or_else(|| typed_commands::answer(core, &name, &request.to_string()));
         match typed {
             Some(answer) => answer.and_then(|text| {
                 serde_json::from_str(&text).map_err(|e| HostError::internal(format!("`{name}` answered: {e}")))
             }),
-            None => core.invoke(&name, &request),
+            None => Err(HostError::internal(format!("the component has no function for `{name}`"))),
         }
     };
     let answer = if step["readOnly"] == true {

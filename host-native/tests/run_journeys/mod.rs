@@ -121,7 +121,7 @@ impl RunApi for ComponentRun<'_> {
                 answer.and_then(|text| serde_json::from_str(&text).map_err(|e| HostError::internal(e.to_string())));
             return answer.map_err(|e| e.to_json());
         }
-        self.core.invoke(op, request).map_err(|e| e.to_json())
+        Err(HostError::internal(format!("the component has no function for `{op}`")).to_json())
     }
     fn create(&mut self, config: &Value) -> Result<String, String> {
         let config: baton_core::run::RunConfig = serde_json::from_value(config.clone()).map_err(|_| "INTERNAL")?;

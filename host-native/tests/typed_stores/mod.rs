@@ -56,12 +56,15 @@ pub(crate) fn call(core: &mut CoreComponent, op: &str, input: &str) -> Option<Re
     answer(core, op, input).map(|a| a.map_err(|e| e.code))
 }
 
-/// Core operations the component no longer exports as functions: a ledger change with its claim is the
-/// `ownership.change` resource (`core/src/claims/machine.rs`), which calls these very Rust functions
-/// (`core/src/claims/steps.rs`; `host-native/tests/ownership_component.rs` drives it through the
-/// component). Their corpus steps still run natively, and through the npm package (`api` operations), so
-/// the component runners take them from the native core.
-pub(crate) const NOT_COMPONENT_FUNCTIONS: [&str; 8] = [
+/// Core operations the component does not export as functions, so the component runners take them from
+/// the native core (their corpus steps still run natively, and through the npm package's `api` operations):
+/// - a ledger change with its claim is the `ownership.change` resource (`core/src/claims/machine.rs`), which
+///   calls these very Rust functions (`core/src/claims/steps.rs`; `host-native/tests/ownership_component.rs`
+///   drives it through the component);
+/// - the run machine's receipt steps are decided inside `runs.run`'s `apply` (`core/src/run/`), which no host
+///   calls one by one; `host-native/tests/run_journeys` drives them through the component's run resource, and
+///   `boundary.rs` feeds that `apply` odd cells.
+pub(crate) const NOT_COMPONENT_FUNCTIONS: [&str; 14] = [
     "claim-cell",
     "claim-take",
     "claim-facts",
@@ -70,15 +73,26 @@ pub(crate) const NOT_COMPONENT_FUNCTIONS: [&str; 8] = [
     "ledger-record",
     "ledger-forget",
     "ledger-check",
+    "run-begin",
+    "run-finish",
+    "handover",
+    "destroy-plan",
+    "claim-move",
+    "cell-steps",
 ];
+
+/// The native core's answer to `op`, for an operation in [`NOT_COMPONENT_FUNCTIONS`].
+pub(crate) fn native(op: &str, input: &str) -> Answer {
+    baton_core::api::invoke(op, input).map_err(|e| match e.to_json() {
+        serde_json::Value::Object(obj) => HostError::from_json(obj),
+        _ => HostError::internal(e.message),
+    })
+}
 
 /// [`call`] with the whole error.
 pub(crate) fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<Answer> {
     if NOT_COMPONENT_FUNCTIONS.contains(&op) {
-        return Some(baton_core::api::invoke(op, input).map_err(|e| match e.to_json() {
-            serde_json::Value::Object(obj) => HostError::from_json(obj),
-            _ => HostError::internal(e.message),
-        }));
+        return Some(native(op, input));
     }
     Some(match op {
         "cell-path" => parse(input).and_then(|r: st::CellPathRequest| {
