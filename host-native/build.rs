@@ -5,9 +5,9 @@
 //! Writes into `OUT_DIR`: `baton-core.component.wasm` (the component) and `baton-core.cwasm` (the
 //! precompiled core: compiled with `engine::config::precompile`, the baseline ISA of the target, so it runs on
 //! any CPU of the architecture). When wasmtime cannot compile for the target here (a cross-compile to another
-//! architecture: this build of wasmtime carries only the build machine's backend), the artifact is left
-//! empty, cargo prints a warning, and the binary compiles the core in memory at every start, saying so on
-//! stderr.
+//! architecture: this build of wasmtime carries only the build machine's backend), the build stops with
+//! what to do; with the `compiler` feature the artifact is left empty instead, cargo prints a warning, and
+//! the binary compiles the core in memory at every start, saying so on stderr.
 
 #[allow(dead_code, unreachable_pub)] // the build script uses only `precompile`
 #[path = "src/engine/config.rs"]
@@ -35,12 +35,16 @@ fn main() {
     println!("cargo:rustc-env=BATON_TARGET={target}"); // the engine's tests precompile for it too
     let artifact = match cached_precompile(&bytes, &target, &out) {
         Ok(artifact) => artifact,
-        Err(e) => {
+        // With the `compiler` feature the binary carries Cranelift and compiles the core at every start.
+        Err(e) if std::env::var_os("CARGO_FEATURE_COMPILER").is_some() => {
             println!(
                 "cargo:warning=cannot precompile the core for {target} ({e}); this `baton` will compile it in memory at every start"
             );
             Vec::new()
         }
+        Err(e) => panic!(
+            "cannot precompile the core for {target} ({e}): build baton on a machine of that architecture, or with `--features compiler` (the binary then compiles the core in memory at every start)"
+        ),
     };
     write(&out.join("baton-core.cwasm"), &artifact);
 }

@@ -15,7 +15,9 @@ export BATON_BENCH_JSON="$PWD/$OUT/figures.jsonl"
 rm -f "$BATON_BENCH_JSON"
 bash scripts/setup.sh
 bash scripts/build-wasm.sh
-cargo build --release -q -p baton-native --bin baton --example bench --example bench_ownership --example bench_git --example bench_claims --example bench_etcd
+# The binary alone, as people install it (the examples' dev-dependencies would give its wasmtime a compiler).
+cargo build --release -q -p baton-native --bin baton
+cargo build --release -q -p baton-native --example bench --example bench_ownership --example bench_git --example bench_claims --example bench_etcd
 (cd host-node/bench && npm install --no-audit --no-fund --loglevel=error >/dev/null)
 NODE_FIGURES=$(node host-node/bench/bench.mjs)
 echo "node: $NODE_FIGURES" >&2

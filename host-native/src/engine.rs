@@ -70,14 +70,6 @@ impl CoreComponent {
         Self::instantiate(&engine, &component)
     }
 
-    /// Compiles the component `bytes` in memory and instantiates it (for components other than the
-    /// embedded one; nothing is cached).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self, HostError> {
-        let engine = Engine::new(&config::run()).map_err(wasm_error)?;
-        let component = Component::new(&engine, bytes).map_err(wasm_error)?;
-        Self::instantiate(&engine, &component)
-    }
-
     fn instantiate(engine: &Engine, component: &Component) -> Result<Self, HostError> {
         // The world has no imports, so an empty linker instantiates it; anything else fails here.
         let linker = Linker::new(engine);
@@ -121,13 +113,6 @@ impl CoreComponent {
     pub fn cell_files(&mut self) -> Result<Vec<String>, HostError> {
         self.core.baton_core_decisions().call_cell_files(&mut self.store).map_err(wasm_error)
     }
-}
-
-/// The names of everything a component imports (the core must import nothing).
-pub fn imports_of(bytes: &[u8]) -> Result<Vec<String>, HostError> {
-    let engine = Engine::new(&config::run()).map_err(wasm_error)?;
-    let component = Component::new(&engine, bytes).map_err(wasm_error)?;
-    Ok(component.component_type().imports(&engine).map(|(name, _)| name.to_owned()).collect())
 }
 
 /// A lease machine living inside the component (the WIT `leases.lease` resource). Drop it with
@@ -262,7 +247,7 @@ pub fn embedded() -> Result<(Engine, Component), HostError> {
                 return Ok(loaded);
             }
             let engine = Engine::new(&config::run()).map_err(wasm_error)?;
-            let (component, refused) = load_embedded(&engine, PRECOMPILED, COMPONENT)?;
+            let (component, refused) = load_embedded(&engine, PRECOMPILED, COMPONENT, COMPILER)?;
             if let Some(why) = refused {
                 // As `output::note` prints it (the engine sits below `output`, which renders through it).
                 eprintln!("baton: {why}");
@@ -272,9 +257,20 @@ pub fn embedded() -> Result<(Engine, Component), HostError> {
         .clone()
 }
 
+/// Compiles a component in memory (Cranelift).
+type Compile = fn(&Engine, &[u8]) -> wasmtime::Result<Component>;
+
+/// How this binary compiles a component in memory when the embedded code cannot run: with Cranelift under
+/// the `compiler` feature (and in this crate's own tests), not at all without it.
+#[cfg(any(test, feature = "compiler"))]
+const COMPILER: Option<Compile> = Some(|engine, bytes| Component::new(engine, bytes));
+#[cfg(not(any(test, feature = "compiler")))]
+const COMPILER: Option<Compile> = None;
+
 /// The core from `precompiled` (code compiled by `build.rs`, taken from the binary's image), or, when
-/// wasmtime refuses it on this machine, `component` compiled in memory together with the one-line reason to
-/// tell the user. Never touches the disk.
+/// wasmtime refuses it on this machine, `component` compiled in memory with `compile` together with the
+/// one-line reason to tell the user; without a compiler, that refusal as an error naming the fix. Never
+/// touches the disk.
 ///
 /// `precompiled` is executed: pass only [`PRECOMPILED`] (tests also pass artifacts wasmtime refuses before
 /// running anything, and artifacts of `precompile_component`).
@@ -282,6 +278,7 @@ fn load_embedded(
     engine: &Engine,
     precompiled: &[u8],
     component: &[u8],
+    compile: Option<Compile>,
 ) -> Result<(Component, Option<String>), HostError> {
     let refused = if precompiled.is_empty() {
         "this build of baton carries no precompiled core (its build could not compile for this target)".to_owned()
@@ -291,7 +288,12 @@ fn load_embedded(
             Err(e) => format!("the core compiled into this binary cannot run here ({e:#})").replace('\n', " "),
         }
     };
-    let compiled = Component::new(engine, component).map_err(wasm_error)?;
+    let Some(compile) = compile else {
+        return Err(HostError::internal(format!(
+            "{refused}. Build baton on a machine of this architecture (`cargo install --path host-native`), or build it with `--features compiler` to compile the core in memory at every start"
+        )));
+    };
+    let compiled = compile(engine, component).map_err(wasm_error)?;
     Ok((
         compiled,
         Some(format!("{refused}; compiled it in memory instead, which costs tens of milliseconds per start")),

@@ -1,7 +1,7 @@
 //! The embedded core loads on every CPU of its architecture, and a refused artifact falls back to an
 //! in-memory compile that says why.
 
-use super::{COMPONENT, CoreComponent, PRECOMPILED, config, load_embedded};
+use super::{COMPILER, COMPONENT, CoreComponent, PRECOMPILED, config, load_embedded};
 use wasmtime::{Config, Engine};
 
 /// An engine whose host reports no optional CPU feature at all: the oldest CPU of the architecture
@@ -23,7 +23,7 @@ fn answers(engine: &Engine, component: &wasmtime::component::Component) -> Strin
 fn the_embedded_core_loads_here_without_a_compile() {
     assert!(!PRECOMPILED.is_empty(), "build.rs precompiled the core for this target");
     let engine = Engine::new(&config::run()).unwrap();
-    let (component, refused) = load_embedded(&engine, PRECOMPILED, COMPONENT).unwrap();
+    let (component, refused) = load_embedded(&engine, PRECOMPILED, COMPONENT, COMPILER).unwrap();
     assert_eq!(refused, None);
     assert_eq!(answers(&engine, &component), "branch-feat-search");
 }
@@ -31,7 +31,7 @@ fn the_embedded_core_loads_here_without_a_compile() {
 #[test]
 fn the_embedded_core_needs_no_cpu_feature() {
     let engine = oldest_cpu_engine();
-    let (component, refused) = load_embedded(&engine, PRECOMPILED, COMPONENT).unwrap();
+    let (component, refused) = load_embedded(&engine, PRECOMPILED, COMPONENT, COMPILER).unwrap();
     assert_eq!(refused, None, "the baseline artifact loads on a CPU without any optional feature");
     assert_eq!(answers(&engine, &component), "branch-feat-search");
 }
@@ -46,7 +46,7 @@ fn an_artifact_for_cpu_features_this_cpu_lacks_is_compiled_in_memory_instead() {
     // The control: what a build compiled for the build machine's own CPU would have embedded (the settings,
     // not the code, decide whether wasmtime takes it, so a tiny component stands in for the core).
     let native = Engine::new(&config::run()).unwrap().precompile_component(&tiny()).unwrap();
-    let (_, refused) = load_embedded(&oldest_cpu_engine(), &native, &tiny()).expect("compiles in memory");
+    let (_, refused) = load_embedded(&oldest_cpu_engine(), &native, &tiny(), COMPILER).expect("compiles in memory");
     if cfg!(target_arch = "x86_64") {
         // Every x86-64 machine that runs these tests has SSE3 at least, which the native artifact then uses.
         let why = refused.expect("refused on a CPU without the features");
@@ -59,13 +59,13 @@ fn an_artifact_for_cpu_features_this_cpu_lacks_is_compiled_in_memory_instead() {
 #[test]
 fn a_damaged_or_missing_artifact_is_compiled_in_memory_instead() {
     let engine = Engine::new(&config::run()).unwrap();
-    let (component, refused) = load_embedded(&engine, &[0xCC; 4096], COMPONENT).unwrap();
+    let (component, refused) = load_embedded(&engine, &[0xCC; 4096], COMPONENT, COMPILER).unwrap();
     let why = refused.expect("wasmtime refuses bytes that are no artifact");
     assert!(why.starts_with("the core compiled into this binary cannot run here ("), "{why}");
     assert!(!why.contains('\n'), "one line: {why}");
     assert_eq!(answers(&engine, &component), "branch-feat-search", "the core compiled in memory answers");
 
-    let (_, refused) = load_embedded(&engine, &[], &tiny()).expect("compiles in memory");
+    let (_, refused) = load_embedded(&engine, &[], &tiny(), COMPILER).expect("compiles in memory");
     assert!(refused.expect("no artifact").contains("carries no precompiled core"));
 }
 
@@ -74,4 +74,16 @@ fn a_damaged_or_missing_artifact_is_compiled_in_memory_instead() {
 fn the_embedded_core_runs_in_place_from_the_binary() {
     let (engine, component) = super::in_place::load().expect("wasmtime accepts the core in the binary's text");
     assert_eq!(answers(&engine, &component), "branch-feat-search");
+}
+
+#[test]
+fn without_a_compiler_a_refused_artifact_is_an_error_that_names_the_fix() {
+    let engine = Engine::new(&config::run()).unwrap();
+    for artifact in [&[][..], &[0xCC; 4096][..]] {
+        let e = load_embedded(&engine, artifact, &tiny(), None).map(|_| ()).expect_err("no compiler, no core");
+        assert_eq!(e.code, "INTERNAL");
+        assert!(e.message.contains("--features compiler"), "{}", e.message);
+    }
+    // The embedded artifact itself needs none.
+    assert!(load_embedded(&engine, PRECOMPILED, COMPONENT, None).is_ok());
 }
