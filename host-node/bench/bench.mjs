@@ -1,6 +1,7 @@
 // Node figures for scripts/bench.sh, printed as one JSON object on stdout:
 //   scopeForUs, acquireUs       per-call cost of the decisions through the npm package's wasm, as the
-//                               package's JS layer calls it: plain objects in and out (`call`)
+//                               package's JS layer calls them: `scopeFor` (strings in, the scope out), the
+//                               acquire through `call` (plain objects in and out)
 //   scopeForTextUs, acquireTextUs  the same through the raw text export (`invoke`) with JSON.stringify and
 //                               JSON.parse around it (the JS layer's path before objects), same run
 //   leaseCycleMs                acquireLease + one fenced write + release on a dir store
@@ -41,7 +42,7 @@ const acquireReq = {
   cell: { env: 'preview', scope: 'pr-1', files: {} }, holder: 'run-1', ttlMs: 900000, nowMs: 1791633600000,
 };
 const viaText = (op, req) => JSON.parse(baton.invoke(op, JSON.stringify(req)));
-const scopeForUs = perCall(20000, () => call('scope-for', scopeReq));
+const scopeForUs = perCall(20000, () => baton.scopeFor(scopeReq.branch, scopeReq.pr)); // names in, scope out
 const acquireUs = perCall(20000, () => call('lock-acquire', acquireReq));
 const scopeForTextUs = perCall(20000, () => viaText('scope-for', scopeReq));
 const acquireTextUs = perCall(20000, () => viaText('lock-acquire', acquireReq));

@@ -23,11 +23,27 @@ pub fn call(op: &str, request: JsValue) -> Result<JsValue, JsValue> {
     let request = request::json_of(&request).map_err(|e| {
         core_error(baton_core::CoreError::internal(format!("invalid request for `{op}`: {e}")).with("op", op))
     })?;
-    let answer = baton_core::api::invoke(op, &request.to_string()).map_err(core_error)?;
-    // The core's own JSON text always parses.
-    let answer: serde_json::Value = serde_json::from_str(&answer)
-        .map_err(|e| core_error(baton_core::CoreError::internal(format!("an answer did not parse: {e}"))))?;
+    // The JSON value straight into the operation's type and its answer straight out: no text in between.
+    let answer: serde_json::Value = baton_core::api::invoke_as(op, request).map_err(core_error)?;
     to_js(&answer)
+}
+
+/// The scope of a run on `branch` (`decisions.scope-for`): names in, the scope out, no object in between.
+/// `pr` is read as `JSON.stringify` writes it (a non-finite number is `null`); one that is not a whole
+/// number >= 0 throws `INTERNAL`, as `call('scope-for', ...)` does.
+#[wasm_bindgen(js_name = scopeFor)]
+pub fn scope_for(branch: &str, pr: Option<f64>, default_branch: Option<String>) -> Result<String, JsValue> {
+    let pr = match pr.filter(|n| n.is_finite()) {
+        None => None,
+        Some(n) if n >= 0.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_992.0 => Some(n as u64),
+        Some(n) => {
+            let e = baton_core::CoreError::internal(format!(
+                "invalid request for `scope-for`: pr must be a whole number >= 0, got {n}"
+            ));
+            return Err(core_error(e.with("op", "scope-for")));
+        }
+    };
+    Ok(baton_core::scope::scope_for(branch, pr, default_branch.as_deref()))
 }
 
 /// The holder's side of one lease (`baton_core::lease`). Times are the host's monotonic clock in whole
@@ -174,7 +190,9 @@ impl Run {
     }
     /// A cancel signal reached the process: `interrupt` or `terminate`.
     pub fn signal(&mut self, signal: &str, now: f64) -> Result<(), JsValue> {
-        baton_core::run::json::run_signal(&mut self.0, signal, ms(now)?).map_err(core_error)
+        let signal = typed::<baton_core::run::HostSignal>("signal", &JsValue::from_str(signal))?;
+        self.0.signal(signal, ms(now)?);
+        Ok(())
     }
     /// Manual mode: the final receipt and the handover, keeping the lease.
     pub fn finish(&mut self, succeeded: bool, now: f64) -> Result<(), JsValue> {

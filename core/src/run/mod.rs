@@ -38,7 +38,6 @@ mod action;
 mod apply;
 mod batch;
 mod config;
-pub mod json;
 mod machine;
 mod steps;
 mod verdict;

@@ -6,6 +6,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { call } = require('./core.cjs');
+const wasm = require('../pkg/baton_node.js');
+const { fromThrown } = require('./errors.cjs');
 const { gitFacts } = require('./git.cjs');
 
 /**
@@ -16,7 +18,15 @@ const { gitFacts } = require('./git.cjs');
  * @returns {string}
  */
 function scopeFor(branch, pr = null, defaultBranch = null) {
-  return call('scope-for', { branch, pr, defaultBranch }).scope;
+  const typed = typeof branch === 'string' && (pr == null || typeof pr === 'number') &&
+    (defaultBranch == null || typeof defaultBranch === 'string');
+  // Anything else gets the operation's own refusal (INTERNAL, naming the field).
+  if (!typed) return call('scope-for', { branch, pr, defaultBranch }).scope;
+  try {
+    return wasm.scopeFor(branch, pr ?? undefined, defaultBranch ?? undefined);
+  } catch (e) {
+    throw fromThrown(e);
+  }
 }
 
 /** The string-valued entries of an environment map (undefined values dropped). */

@@ -471,6 +471,47 @@ function invoke(op, request) {
     }
 }
 exports.invoke = invoke;
+
+/**
+ * The scope of a run on `branch` (`decisions.scope-for`): names in, the scope out, no object in between.
+ * `pr` is read as `JSON.stringify` writes it (a non-finite number is `null`); one that is not a whole
+ * number >= 0 throws `INTERNAL`, as `call('scope-for', ...)` does.
+ * @param {string} branch
+ * @param {number | null} [pr]
+ * @param {string | null} [default_branch]
+ * @returns {string}
+ */
+function scopeFor(branch, pr, default_branch) {
+    let deferred5_0;
+    let deferred5_1;
+    try {
+        const val3 = +(isLikeNone(pr) ? 0 : pr);
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passStringToWasm0(branch, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = isLikeNone(default_branch) ? 0 : passStringToWasm0(default_branch, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.scopeFor(ptr0, len0, !isLikeNone(pr), val3, ptr1, len1);
+        var ptr4 = ret[0];
+        var len4 = ret[1];
+        if (ret[3]) {
+            ptr4 = 0; len4 = 0;
+            throw takeFromExternrefTable0(ret[2]);
+        }
+        deferred5_0 = ptr4;
+        deferred5_1 = len4;
+        return getStringFromWasm0(ptr4, len4);
+    } finally {
+        wasm.__wbindgen_free(deferred5_0, deferred5_1, 1);
+    }
+}
+exports.scopeFor = scopeFor;
 function __wbg_get_imports() {
     const import0 = {
         __proto__: null,
