@@ -99,11 +99,22 @@ fn scope_in(baton: &str, home: &std::path::Path) {
     assert!(ok, "{baton} scope --branch x failed");
 }
 
-/// One per-call row: native, the component and Node (or why Node has no figure), as ratios to native.
-fn print_row(name: &str, native: f64, component: f64, node_us: Result<f64, &str>) {
-    print!("  {name:<18} native {native:>7.2} us   component {component:>7.2} us ({:>5.2}x)", component / native);
+/// One per-call row: native (the typed function, and the same decision on JSON text through
+/// `api::invoke`, the baseline issue 12 measured against when every path was text), the component and Node
+/// (or why Node has no figure), as ratios to both natives; recorded as figures against the typed one
+/// (targets: the component 1.3x, Node 2x).
+fn print_row(name: &str, native: f64, native_json: f64, component: f64, node_us: Result<f64, &str>) {
+    print!(
+        "  {name:<18} native {native:>6.2} us (JSON text {native_json:>5.2})   component {component:>6.2} us ({:>5.2}x; {:>5.2}x JSON)",
+        component / native,
+        component / native_json
+    );
+    figures::record("per call", &format!("{name}, component"), component, "us", "native Rust", native, Some(1.3));
     match node_us {
-        Ok(n) => println!("   node {n:>7.2} us ({:>5.2}x)", n / native),
+        Ok(n) => {
+            println!("   node {n:>6.2} us ({:>5.2}x; {:>5.2}x JSON)", n / native, n / native_json);
+            figures::record("per call", &format!("{name}, node"), n, "us", "native Rust", native, Some(2.0));
+        }
         Err(why) => println!("   node: {why}"),
     }
 }
@@ -120,7 +131,12 @@ fn main() {
     let component = per_call(7, CALLS, || {
         std::hint::black_box(core.scope_for("feat/search", None, None).expect("decides"));
     });
-    print_row("scope_for", native, component, node["scopeForUs"].as_f64().ok_or("not measured (run scripts/bench.sh)"));
+    let scope_text = r#"{"branch":"feat/search","pr":null}"#;
+    let native_json = per_call(7, CALLS, || {
+        std::hint::black_box(baton_core::api::invoke("scope-for", scope_text).expect("decides"));
+    });
+    let node_scope = node["scopeForUs"].as_f64().ok_or("not measured (run scripts/bench.sh)");
+    print_row("scope_for", native, native_json, component, node_scope);
 
     // The typed interface (`locks.apply`): records in, records out, against the core's typed function.
     let typed_cell = baton_core::cell::Cell { env: "preview".into(), scope: "pr-1".into(), ..Default::default() };
@@ -144,10 +160,17 @@ fn main() {
     let component = per_call(7, CALLS, || {
         std::hint::black_box(core.lock_apply(&wit_cell, now, &wit_op).expect("calls").expect("decides"));
     });
-    // Node's figure: the acquire decision through its `call` export, objects in and out.
+    let acquire_text = serde_json::json!({ "cell": { "env": "preview", "scope": "pr-1", "files": {} },
+        "holder": "run-1", "ttlMs": 900_000, "nowMs": now })
+    .to_string();
+    let native_json = per_call(7, CALLS, || {
+        std::hint::black_box(baton_core::api::invoke("lock-acquire", &acquire_text).expect("decides"));
+    });
+    // Node's figure: the acquire decision as the package's JS layer calls it (`call`: objects in and out).
     print_row(
         "acquire decision",
         native,
+        native_json,
         component,
         node["acquireUs"].as_f64().ok_or("not measured (run scripts/bench.sh)"),
     );

@@ -6,11 +6,12 @@
  * the mutex, is never replaced).
  */
 const fs = require('node:fs/promises');
+const fsSync = require('node:fs');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
 const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
-const { takeMutex, releaseMutex } = require('./mutex.cjs');
+const { takeMutex, releaseMutex, unlinkQuietly } = require('./mutex.cjs');
 const { repoRoot, originUrl } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 
@@ -33,7 +34,7 @@ function ioError(e) {
  */
 async function mkdirOwnerOnly(dir) {
   try {
-    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    fsSync.mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (e) {
     if (e.code !== 'ENOENT') throw e;
     let missing = dir;
@@ -45,12 +46,34 @@ async function mkdirOwnerOnly(dir) {
   }
 }
 
-/** Reads the state files that exist, as UTF-8 (invalid bytes become U+FFFD, which the core reports). */
-async function loadFiles(cellDir) {
+let stateFiles;
+/** The names of the state files a snapshot holds (the core's `cell-files`, the same in every call). */
+function cellFiles() {
+  stateFiles ??= call('cell-files', {});
+  return stateFiles;
+}
+
+/**
+ * Reads the state files that exist, as UTF-8 (invalid bytes become U+FFFD, which the core reports): one
+ * directory listing says which exist (a missing file costs no thrown error), a file gone between the listing
+ * and the read is missing, and so is every file of a cell directory that does not exist (a read without the
+ * mutex). Synchronous, as every call of a transaction but the fsyncs: they are the local disk's page cache,
+ * and each await of fs/promises costs a thread-pool round trip (the Node lease cycle took 2.2x as long).
+ */
+function loadFiles(cellDir) {
   const files = {};
-  for (const name of call('cell-files', {})) {
+  let listing;
+  try {
+    listing = fsSync.readdirSync(cellDir);
+  } catch (e) {
+    if (e.code === 'ENOENT') return files;
+    throw e;
+  }
+  const present = new Set(listing);
+  for (const name of cellFiles()) {
+    if (!present.has(name)) continue;
     try {
-      files[name] = (await fs.readFile(path.join(cellDir, name))).toString('utf8');
+      files[name] = fsSync.readFileSync(path.join(cellDir, name)).toString('utf8');
     } catch (e) {
       if (e.code !== 'ENOENT') throw e;
     }
@@ -95,20 +118,20 @@ async function applyChanges(cellDir, changes, absent = []) {
       const exclusive = absent.includes(change.file);
       try {
         // Owner only (0600), in owner-only directories (0700): receipts name what a scope owns.
-        const fh = await fs.open(tmp, 'wx', 0o600);
+        const fd = fsSync.openSync(tmp, 'wx', 0o600);
         try {
-          await fh.writeFile(change.content, 'utf8');
-          await fh.sync();
+          fsSync.writeFileSync(fd, change.content, 'utf8');
+          await fsyncAsync(fd);
         } finally {
-          await fh.close();
+          fsSync.closeSync(fd);
         }
         if (exclusive) await createLinked(tmp, target, change.content);
-        else await fs.rename(tmp, target);
+        else fsSync.renameSync(tmp, target);
       } catch (e) {
         if (exclusive && e.code === 'EEXIST') return false;
         throw e;
       } finally {
-        await fs.unlink(tmp).catch(() => {});
+        unlinkQuietly(tmp);
       }
     } else if (change.op === 'delete') {
       await fs.unlink(target).catch((e) => {
@@ -120,9 +143,15 @@ async function applyChanges(cellDir, changes, absent = []) {
   }
   if (changes.length > 0) {
     // Best effort, as in the native host: some file systems refuse to fsync a directory.
-    const dir = await fs.open(cellDir, 'r').catch(() => null);
-    await dir?.sync().catch(() => {});
-    await dir?.close();
+    let fd;
+    try {
+      fd = fsSync.openSync(cellDir, 'r');
+      await fsyncAsync(fd);
+    } catch {
+      // Best effort (above).
+    } finally {
+      if (fd !== undefined) fsSync.closeSync(fd);
+    }
   }
   return true;
 }
@@ -148,7 +177,7 @@ async function transact(root, { env, scope, waitMs }, decide, committed) {
     // A cell that does not exist is created only by a decision that writes to it: one that changes nothing
     // there (a refusal, a release of nothing) is answered on the empty cell, as it was when it was looked
     // at, and leaves no empty directory behind for `list` to show (a git store pushes nothing).
-    const absent = await fs.lstat(cellDir).then(() => false, (e) => e.code === 'ENOENT');
+    const absent = lstatAbsent(cellDir);
     if (absent) {
       const answer = await decide({ env, scope, files: {} }, Date.now());
       if (!(Array.isArray(answer.changes) && answer.changes.length > 0)) return answer;
@@ -157,8 +186,8 @@ async function transact(root, { env, scope, waitMs }, decide, committed) {
     mutex = await takeMutex(cellDir, { env, scope, waitMs });
     // A state file the snapshot lacked is created exclusively; when one appeared meanwhile, decide again.
     for (let attempt = 0; attempt < CREATE_ATTEMPTS; attempt += 1) {
-      const cell = { env, scope, files: await loadFiles(cellDir) };
-      const absent = call('cell-files', {}).filter((n) => !(n in cell.files));
+      const cell = { env, scope, files: loadFiles(cellDir) };
+      const absent = cellFiles().filter((n) => !(n in cell.files));
       const answer = await decide(cell, Date.now());
       const changes = answer.changes ?? [];
       if (!(await applyChanges(cellDir, changes, absent))) continue;
@@ -174,6 +203,22 @@ async function transact(root, { env, scope, waitMs }, decide, committed) {
     throw ioError(e);
   } finally {
     if (mutex) await releaseMutex(mutex).catch(() => {});
+  }
+}
+
+/** fsync(2) of `fd` off the event loop (the one call here that can take long on a slow disk). */
+function fsyncAsync(fd) {
+  return new Promise((resolve, reject) => fsSync.fsync(fd, (e) => (e ? reject(e) : resolve())));
+}
+
+/** Whether `p` does not exist (lstat(2) says ENOENT). */
+function lstatAbsent(p) {
+  try {
+    fsSync.lstatSync(p);
+    return false;
+  } catch (e) {
+    if (e.code === 'ENOENT') return true;
+    throw e;
   }
 }
 
@@ -252,7 +297,7 @@ class DirStore extends CellStore {
     const cellDir = path.join(this.path, call('cell-path', { env, scope }).dir);
     let files;
     try {
-      files = await loadFiles(cellDir);
+      files = loadFiles(cellDir);
     } catch (e) {
       throw ioError(e);
     }

@@ -9,7 +9,7 @@
  * judged stale, so no number of contenders can drop a fresh owner's mutex. Never broken by age.
  */
 const fs = require('node:fs/promises');
-const { readFileSync, existsSync } = require('node:fs');
+const { readFileSync, existsSync, writeFileSync, linkSync, unlinkSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { randomBytes } = require('node:crypto');
@@ -64,6 +64,28 @@ function judge(text) {
   }
   const owner = Number.isSafeInteger(pid) && pid > 0 && pid <= 0xffffffff ? { pid, stat: readStat(pid), alive: alive(pid) } : null;
   return call('mutex-verdict', { content: text, host: os.hostname(), proc: HAS_PROC, owner });
+}
+
+/**
+ * The text of `file`, or null when it does not exist; synchronous, for the transaction's own steps (a local
+ * read from the page cache costs less than the thread-pool round trip of fs/promises).
+ */
+function readOrNullSync(file) {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    if (e.code === 'ENOENT') return null;
+    throw e;
+  }
+}
+
+/** Removes `file` if it is there (a temp file that may or may not have been renamed or linked away). */
+function unlinkQuietly(file) {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Already gone, or never made.
+  }
 }
 
 /** The text of `file`, or null when it does not exist. */
@@ -128,12 +150,14 @@ async function takeMutex(cellDir, { env, scope, waitMs = DEFAULT_WAIT_MS }) {
   const token = randomBytes(8).toString('hex');
   const own = call('mutex-content', { pid: process.pid, stat: readStat(process.pid), host: os.hostname(), token, nowMs: Date.now() });
   const tmp = path.join(cellDir, `${MUTEX_FILE}.${process.pid}.${token}.tmp`);
-  await fs.writeFile(tmp, own.content, { flag: 'wx', mode: 0o600 });
+  // The mutex's own steps are synchronous (link(2), unlink(2), small files: see `readOrNullSync`); only the
+  // wait for a live owner yields.
+  writeFileSync(tmp, own.content, { flag: 'wx', mode: 0o600 });
   try {
     const deadline = performance.now() + waitMs;
     for (let spins = 0; ; ) {
       try {
-        await fs.link(tmp, mutexPath);
+        linkSync(tmp, mutexPath);
         const handle = { path: mutexPath, content: own.content, token, refreshing: Promise.resolve() };
         handle.timer = setInterval(() => {
           handle.refreshing = handle.refreshing.then(() => refresh(handle)).catch(() => {});
@@ -161,7 +185,7 @@ async function takeMutex(cellDir, { env, scope, waitMs = DEFAULT_WAIT_MS }) {
       spins += 1;
     }
   } finally {
-    await fs.unlink(tmp).catch(() => {});
+    unlinkQuietly(tmp);
   }
 }
 
@@ -169,7 +193,7 @@ async function takeMutex(cellDir, { env, scope, waitMs = DEFAULT_WAIT_MS }) {
 async function releaseMutex(handle) {
   clearInterval(handle.timer);
   await handle.refreshing;
-  if ((await readOrNull(handle.path)) === handle.content) await fs.unlink(handle.path);
+  if (readOrNullSync(handle.path) === handle.content) unlinkSync(handle.path);
 }
 
-module.exports = { takeMutex, releaseMutex, procStart, DEFAULT_WAIT_MS, MUTEX_FILE };
+module.exports = { takeMutex, releaseMutex, procStart, unlinkQuietly, DEFAULT_WAIT_MS, MUTEX_FILE };

@@ -1,8 +1,8 @@
 'use strict';
 /**
- * The bridge to the wasm core. `call` passes the request and gets the answer as plain objects (no JSON text
- * across wasm-bindgen); `invoke` is the raw string-in, string-out surface of the package's export. Both
- * throw only BatonError.
+ * The bridge to the wasm core. `call` takes the request and gives the answer as plain objects (JSON text
+ * only inside, across wasm-bindgen: measured faster, see `call`); `invoke` is the raw string-in,
+ * string-out surface of the package's export. Both throw only BatonError.
  */
 const wasm = require('../pkg/baton_node.js');
 const { BatonError, fromThrown } = require('./errors.cjs');
@@ -23,28 +23,26 @@ function invoke(op, requestJson) {
 }
 
 /**
- * The operations whose answers carry a whole receipt or ledger (thousands of objects): they cross as JSON
- * text (one string, parsed by V8's JSON.parse), because building the answer object by object from wasm
- * measured 1.5x-2.7x slower at 25,000-100,000 ledger entries (host-node/bench/bench.mjs, `ownershipObjects`
- * against `ownershipViaText` in the same run). Every other operation passes plain objects both ways.
- */
-const TEXT_ANSWERS = new Set(['run-begin', 'run-finish', 'handover', 'receipt-parse', 'scope-status', 'destroy-plan']);
-
-/**
- * Runs core operation `op` on the request object and returns the answer object: plain objects across
- * wasm-bindgen (the request read as `JSON.stringify` would write it: a key set to `undefined` is absent),
- * except for the receipt-sized answers of TEXT_ANSWERS.
+ * Runs core operation `op` on the request object and returns the answer object. JS passes and gets plain
+ * objects; across wasm-bindgen they travel as JSON text (`JSON.stringify`, the raw `invoke`, `JSON.parse`),
+ * because V8's JSON is faster than building objects field by field across the boundary: in one run of
+ * host-node/bench/bench.mjs's per-call loop, a lock acquire took 7.3 us as text against 18.5 us through the
+ * wasm `call` export (serde-wasm-bindgen, objects both ways), scope-for 2.0 against 3.8, cell-path 2.3 against
+ * 4.8; receipt-sized answers 1.5x-2.7x (`ownershipObjects` against `ownershipViaText`). `JSON.stringify`'s
+ * rules are the request's rules (a key set to `undefined` is absent, a `Date` is its `toJSON()`).
  * @param {string} op
  * @param {object} [request]
  * @returns {any}
  */
 function call(op, request) {
-  if (TEXT_ANSWERS.has(op)) return JSON.parse(invoke(op, JSON.stringify(request ?? {})));
+  let text;
   try {
-    return wasm.call(op, request ?? {});
+    text = JSON.stringify(request ?? {});
   } catch (e) {
-    throw fromThrown(e);
+    // A BigInt, a cycle, a throwing toJSON: the host broke the contract, as a request that does not parse.
+    throw hostError('INTERNAL', `invalid request for \`${op}\`: ${e && e.message ? e.message : String(e)}`, { op }, e);
   }
+  return JSON.parse(invoke(op, text));
 }
 
 let codes;
