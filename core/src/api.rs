@@ -360,12 +360,15 @@ fn to_json<T: Serialize + ?Sized>(v: &T) -> String {
 /// `scope-for`: `{branch, pr?, defaultBranch?}` -> `{scope}`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ScopeForRequest {
-    branch: String,
+pub struct ScopeForRequest {
+    /// The branch of the run.
+    pub branch: String,
+    /// Its pull request, if any.
     #[serde(default)]
-    pr: Option<u64>,
+    pub pr: Option<u64>,
+    /// The repository's default branch, when known.
     #[serde(default)]
-    default_branch: Option<String>,
+    pub default_branch: Option<String>,
 }
 
 /// `lock-acquire`: `{cell, holder, ttlMs, nowMs}` -> `{changes, lock, preempted}`.

@@ -124,7 +124,7 @@ pub(crate) fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<
         }),
         "fence-check" | "fenced-write" => lock(core, op, input),
         // `decisions`: the scope of a branch, the error codes, the cell files (typed, no request text).
-        "scope-for" => parse(input).and_then(|r: ScopeForRequest| {
+        "scope-for" => parse(input).and_then(|r: baton_core::api::ScopeForRequest| {
             let scope = core.scope_for(&r.branch, r.pr, r.default_branch.as_deref());
             print(scope.map(|scope| serde_json::json!({ "scope": scope })))
         }),
@@ -135,15 +135,4 @@ pub(crate) fn answer(core: &mut CoreComponent, op: &str, input: &str) -> Option<
         "cell-files" => print(core.cell_files()),
         _ => return None,
     })
-}
-
-/// `scope-for` as `api::invoke` reads it.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ScopeForRequest {
-    branch: String,
-    #[serde(default)]
-    pr: Option<u64>,
-    #[serde(default)]
-    default_branch: Option<String>,
 }
