@@ -18,7 +18,7 @@ use crate::typed::stores as st;
 use serde::Deserialize;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// Every operation [`invoke`] understands, in WIT order.
 pub const OPS: [&str; 56] = [
@@ -85,55 +85,6 @@ pub const OPS: [&str; 56] = [
 /// A refusal (`LOCK_HELD`, ...) is an `Err` with its code; a request that does not parse is `INTERNAL`
 /// (the host broke the contract). Never panics on any input.
 pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
-    invoke_as(op, input)
-}
-
-/// A request as a host hands it to [`invoke_as`]: JSON text, or a JSON value the host already holds (the
-/// npm package reads a JS object into one), so it is not printed and parsed again.
-pub trait Request {
-    /// The request as operation `op`'s type; `INTERNAL` naming `op` when it is not one.
-    fn decode<T: DeserializeOwned>(self, op: &str) -> Result<T, CoreError>;
-}
-
-impl Request for &str {
-    fn decode<T: DeserializeOwned>(self, op: &str) -> Result<T, CoreError> {
-        serde_json::from_str(self).map_err(|e| invalid(op, &e))
-    }
-}
-
-impl Request for Value {
-    fn decode<T: DeserializeOwned>(self, op: &str) -> Result<T, CoreError> {
-        serde_json::from_value(self).map_err(|e| invalid(op, &e))
-    }
-}
-
-fn invalid(op: &str, e: &serde_json::Error) -> CoreError {
-    CoreError::internal(format!("invalid request for `{op}`: {e}")).with("op", op)
-}
-
-/// An answer as a host takes it from [`invoke_as`]: JSON text, or a JSON value (for a host that converts
-/// it into its own objects, with no text in between).
-pub trait Answer {
-    /// `value`, one of the core's answer types.
-    fn encode<T: Serialize + ?Sized>(value: &T) -> Self;
-}
-
-impl Answer for String {
-    fn encode<T: Serialize + ?Sized>(value: &T) -> Self {
-        to_json(value)
-    }
-}
-
-impl Answer for Value {
-    fn encode<T: Serialize + ?Sized>(value: &T) -> Self {
-        // Our own types (string keys, finite numbers, raw values that are JSON) always convert.
-        serde_json::to_value(value).unwrap_or_else(|e| json!({ "serializeError": e.to_string() }))
-    }
-}
-
-/// [`invoke`] on a request and to an answer of the host's choice ([`Request`], [`Answer`]); the same
-/// decisions, the same refusals, byte for byte the same answer once printed.
-pub fn invoke_as<R: Request, A: Answer>(op: &str, input: R) -> Result<A, CoreError> {
     match op {
         "scope-for" => run(op, input, |r: ScopeForRequest| {
             Ok(json!({ "scope": scope_for(&r.branch, r.pr, r.default_branch.as_deref()) }))
@@ -216,14 +167,14 @@ pub fn invoke_as<R: Request, A: Answer>(op: &str, input: R) -> Result<A, CoreErr
             run(op, input, |r: st::RedactRequest| Ok(st::Text { text: Some(crate::gitstore::redact(&r.text)) }))
         }
         "render" => run(op, input, |r: RenderInput| Ok(render(r))),
-        "error-codes" => Ok(A::encode(&error_codes())),
-        "cell-files" => Ok(A::encode(&STATE_FILES)),
+        "error-codes" => Ok(to_json(&error_codes())),
+        "cell-files" => Ok(to_json(&STATE_FILES)),
         "cell-file" => {
             run(op, input, |r: st::CellFileRequest| Ok(st::Text { text: r.cell.file(&r.file).map(str::to_owned) }))
         }
         "io-error" => run(op, input, |r: st::IoErrorRequest| Ok(st::io_error(&r))),
         "list-cells" => run(op, input, |r: st::ListCellsRequest| st::list_cells(&r)),
-        "git-env" => Ok(A::encode(&st::git_env())),
+        "git-env" => Ok(to_json(&st::git_env())),
         "mutex-content" => run(op, input, |r: crate::mutex::ContentRequest| crate::mutex::content(&r)),
         "mutex-verdict" => run(op, input, |r: crate::mutex::VerdictRequest| crate::mutex::verdict(&r)),
         "store-deadline" => run(op, input, |r: st::StoreDeadlineRequest| {
@@ -290,7 +241,7 @@ pub fn run_apply(
     cell: &Cell,
     now_ms: UnixMs,
 ) -> Result<Vec<crate::cell::Change>, CoreError> {
-    machine.apply(id, cell, now_ms, invoke_as::<Value, Value>)
+    machine.apply(id, cell, now_ms, invoke)
 }
 
 /// Creates a lease machine from its JSON configuration (`LeaseConfig`); `USAGE` for bad timing, `INTERNAL`
@@ -344,12 +295,14 @@ pub fn lease_poll_action(machine: &mut crate::lease::LeaseMachine) -> Option<Str
     crate::typed::lease_poll_action(machine).map(|a| to_json(&a))
 }
 
-fn run<R: Request, A: Answer, Req: DeserializeOwned, Ans: Serialize>(
+fn run<Req: DeserializeOwned, Ans: Serialize>(
     op: &str,
-    input: R,
+    input: &str,
     f: impl FnOnce(Req) -> Result<Ans, CoreError>,
-) -> Result<A, CoreError> {
-    f(input.decode(op)?).map(|a| A::encode(&a))
+) -> Result<String, CoreError> {
+    let req = serde_json::from_str(input)
+        .map_err(|e| CoreError::internal(format!("invalid request for `{op}`: {e}")).with("op", op))?;
+    f(req).map(|a| to_json(&a))
 }
 
 fn to_json<T: Serialize + ?Sized>(v: &T) -> String {

@@ -23,8 +23,10 @@ pub fn call(op: &str, request: JsValue) -> Result<JsValue, JsValue> {
     let request = request::json_of(&request).map_err(|e| {
         core_error(baton_core::CoreError::internal(format!("invalid request for `{op}`: {e}")).with("op", op))
     })?;
-    // The JSON value straight into the operation's type and its answer straight out: no text in between.
-    let answer: serde_json::Value = baton_core::api::invoke_as(op, request).map_err(core_error)?;
+    let answer = baton_core::api::invoke(op, &request.to_string()).map_err(core_error)?;
+    // The core's own JSON text always parses.
+    let answer: serde_json::Value = serde_json::from_str(&answer)
+        .map_err(|e| core_error(baton_core::CoreError::internal(format!("an answer did not parse: {e}"))))?;
     to_js(&answer)
 }
 

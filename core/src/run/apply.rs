@@ -43,14 +43,14 @@ impl RunMachine {
     ///
     /// A refusal (`LOCK_HELD`, `LOCK_LOST`, ...) is an `Err`: the host commits nothing and reports that very
     /// error with [`Self::handle_store_outcome`]. `INTERNAL` for an id that is not in flight or a snapshot
-    /// of another cell (a host bug). `decide` runs a core operation on its request as a JSON value
-    /// (`crate::api::invoke_as`, which hosts reach through `crate::api::run_apply`): no text in between.
+    /// of another cell (a host bug). `decide` runs a core operation on its JSON request
+    /// (`crate::api::invoke`, which hosts reach through `crate::api::run_apply`).
     pub fn apply(
         &mut self,
         id: u64,
         cell: &Cell,
         now_ms: UnixMs,
-        decide: impl Fn(&str, Value) -> Result<Value, CoreError>,
+        decide: impl Fn(&str, &str) -> Result<String, CoreError>,
     ) -> Result<Vec<Change>, CoreError> {
         let Some(flight) = self.in_flight.get_mut(&id) else {
             return Err(CoreError::internal(format!(
@@ -66,7 +66,9 @@ impl RunMachine {
         let mut request = flight.request.clone();
         request["cell"] = serde_json::to_value(cell).map_err(|e| CoreError::internal(e.to_string()))?;
         request["nowMs"] = json!(now_ms);
-        let answer = decide(flight.op, request)?;
+        let text = decide(flight.op, &request.to_string())?;
+        let answer: Value = serde_json::from_str(&text)
+            .map_err(|e| CoreError::internal(format!("`{}` answered invalid JSON: {e}", flight.op)))?;
         let changes = match answer.get("changes") {
             Some(c) => serde_json::from_value(c.clone())
                 .map_err(|e| CoreError::internal(format!("`{}` answered invalid changes: {e}", flight.op)))?,
