@@ -42,7 +42,7 @@ step "simulation (100,000 schedules, release)"
 step "fuzz (stable route + 5 s of libFuzzer per target)"; bash scripts/fuzz.sh short
 step "clippy (wasm32)";      cargo clippy -p baton-core -p baton-component -p baton-node --target wasm32-unknown-unknown --quiet -- -D warnings
 step "node package";         (cd host-node && npm test && npm run --silent typecheck)
-step "component examples (jco under Node, wasmtime under Python, the JSON surface left)"
+step "component examples (jco under Node, wasmtime under Python, no JSON request in the component)"
                              (cd examples/component && npm test)
 # The Node and cross-host test files wait on processes, git and etcd far more than they compute: three files
 # at a time (each on loopback ports and temporary directories of its own) halve their wall time.
