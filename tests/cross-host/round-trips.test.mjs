@@ -1,6 +1,7 @@
 // What a run costs in round trips (issue 15): `baton run -- true` and the npm command's `baton-lease run --
 // true` on a git store with a real bare remote push exactly twice (the grant with the checkpoint receipt,
-// the final receipt with the release) and fetch at most once; on a real etcd they commit exactly two
+// the final receipt with the release), fetch at most once and read the cell's files (`cat-file`) at most
+// once (the second transaction decides on the files the store pushed itself); on a real etcd they commit exactly two
 // transactions. The git count comes from a `git` wrapper first on PATH that logs each invocation's
 // subcommand (the stores run `git` from PATH, never through a shell); the etcd count from the server's
 // revision, which every committed write transaction moves by exactly one (reads never move it).
@@ -58,7 +59,7 @@ function counts(log) {
 
 for (const useNode of [false, true]) {
   const host = useNode ? 'the npm command' : 'the CLI';
-  test(`${host}: run -- true on git pushes twice and fetches at most once, first run and later runs`, () => {
+  test(`${host}: run -- true on git pushes twice, fetches at most once and reads the cell once, first run and later runs`, () => {
     const repo = gitRepo();
     const store = `git:${repo.remote}`;
     const logs = fresh('logs');
@@ -70,6 +71,8 @@ for (const useNode of [false, true]) {
       if (process.env.BATON_TRACE_COUNTS) console.error(host, i, scope, JSON.stringify(c));
       assert.equal(c.push ?? 0, 2, `run ${i} of ${scope}: ${JSON.stringify(c)}`);
       assert.ok((c.fetch ?? 0) <= 1, `run ${i} of ${scope}: ${JSON.stringify(c)}`);
+      // The scope's first run finds no ref (nothing to read); a later run reads what it fetched, once.
+      assert.equal(c['cat-file'] ?? 0, i === 1 ? 1 : 0, `run ${i} of ${scope}: ${JSON.stringify(c)}`);
     }
     // The receipt is complete and the lock gone: the two pushes carried everything.
     const receipt = JSON.parse(repo.git(repo.dir, '--git-dir', repo.remote, 'show', 'refs/heads/baton-receipts/preview/pr-7:preview/pr-7/latest.json'));

@@ -5,6 +5,7 @@
 //!
 //! The holder commits on the tip it pushed itself and fetches only when a push is refused, on the first
 //! use of a cell, or when a decision on the remembered tip refused or changed nothing (it may be stale).
+//! On a tip it pushed itself it decides on the files it committed there, without reading them back.
 //! Read-only operations always fetch. All operations of one process on one store run one at a time (the
 //! handles share one mutex), so a renewal and a receipt write never interleave.
 //!
@@ -58,6 +59,9 @@ struct Inner {
     repo: Option<Repo>,
     /// The last known tip of each cell ref (`None`: known absent). Missing: fetch first.
     tips: HashMap<String, Option<String>>,
+    /// The state files of each cell ref at the tip this store pushed itself: a load of that tip reads them
+    /// here instead of running `git cat-file` (the commit is immutable, so they cannot be stale).
+    pushed: HashMap<String, (String, Map<String, Value>)>,
     /// Where unpushed receipts are kept (`<repo root or cwd>/.baton/unpushed`), found on first need.
     unpushed: Option<PathBuf>,
     /// The operation in progress.
@@ -83,6 +87,7 @@ impl GitStore {
             git_env,
             repo: None,
             tips: HashMap::new(),
+            pushed: HashMap::new(),
             unpushed: None,
             op: Op { started: Instant::now(), end: None },
         };
@@ -387,6 +392,9 @@ impl Inner {
         cell: &CellRef,
         tip: Option<&str>,
     ) -> Result<(Value, Vec<(String, String)>), HostError> {
+        if let Some((_, files)) = self.pushed.get(&cell.full).filter(|(at, _)| Some(at.as_str()) == tip) {
+            return Ok((json!({ "env": env, "scope": scope, "files": files }), Vec::new()));
+        }
         let mut files = Map::new();
         let names = core.cell_files()?;
         let mut seed = Vec::new();
@@ -456,6 +464,7 @@ impl Inner {
             };
             let (snapshot, seed) = self.load_seeded(core, env, scope, cell, tip.as_deref())?;
             let old_lock = snapshot["files"]["lock.json"].as_str().map(str::to_owned);
+            let before = snapshot["files"].as_object().cloned().unwrap_or_default();
             let decided = decide(core, snapshot, crate::clock::now_ms());
             let changes = match &decided {
                 Ok(answer) => answer.get("changes").and_then(Value::as_array).cloned().unwrap_or_default(),
@@ -495,6 +504,8 @@ impl Inner {
                 core.git_push_outcome(ran.code, &ran.stderr)?
             };
             if outcome.outcome == ws::PushOutcome::Ok {
+                let after = files_after(before, &changes, &core.cell_files()?);
+                self.pushed.insert(cell.full.clone(), (commit.clone(), after));
                 self.tips.insert(cell.full.clone(), Some(commit));
                 return Ok(answer);
             }
@@ -606,6 +617,20 @@ impl Inner {
             return Ok(out);
         }
     }
+}
+
+/// The state files (`names`, the core's `cell-files`) of a cell whose files were `before`, after `changes`
+/// were committed: what a load of the new commit reads.
+fn files_after(mut files: Map<String, Value>, changes: &[Value], names: &[String]) -> Map<String, Value> {
+    for c in changes {
+        let Some(file) = c["file"].as_str().filter(|f| names.iter().any(|n| n == f)) else { continue };
+        if c["op"] == "write" {
+            files.insert(file.to_owned(), c["content"].clone());
+        } else {
+            files.remove(file);
+        }
+    }
+    files
 }
 
 /// `<repo root or cwd>/.baton/unpushed`.

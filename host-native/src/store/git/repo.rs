@@ -99,7 +99,8 @@ impl Repo {
         };
         register(&dir);
         let repo = Self { dir, env, deadline: std::cell::Cell::new(deadline) };
-        let ran = repo.run(&["init", "-q", "--bare"], None)?;
+        // No template: a throwaway clone needs none of the sample hooks `init` would copy (a third of its time).
+        let ran = repo.run(&["init", "-q", "--bare", "--template="], None)?;
         if ran.timed_out {
             return Err(late("git init"));
         }
