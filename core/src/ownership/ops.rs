@@ -5,7 +5,7 @@ use super::scopes::{OtherScope, foreign_map};
 use crate::cell::{Cell, Change};
 use crate::error::{CoreError, ErrorCode};
 use crate::lock::check_fence;
-use crate::receipt::{CreatedBy, LedgerEntry, RECEIPT_VERSION, Receipt, ResourceRef, read_receipt};
+use crate::receipt::{CreatedBy, LedgerEntry, RECEIPT_VERSION, ReadEntry, Receipt, ResourceRef, read_receipt};
 use crate::time::{UnixMs, format_iso};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -455,13 +455,30 @@ pub fn handover(
 }
 
 /// A successor's ledger entry, or just its identity string.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
+///
+/// Read as `#[serde(untagged)]` reads it (a string, else a ledger entry as its derived `Deserialize`
+/// reads it, else the untagged enum's error), in one pass without buffering each element.
+#[derive(Clone, Debug)]
 pub enum EntryOrIdentity {
     /// An identity (`adapter|provider|key`).
     Identity(String),
     /// A ledger entry.
     Entry(Box<LedgerEntry>),
+}
+
+impl<'de> Deserialize<'de> for EntryOrIdentity {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // The error is raised here, after the element was read, where the untagged enum raises it (the
+        // same text, at the same position).
+        let no_match = || serde::de::Error::custom("data did not match any variant of untagged enum EntryOrIdentity");
+        match ReadEntry::deserialize(d)? {
+            ReadEntry::Text(s) => Ok(Self::Identity(s)),
+            ReadEntry::Fields(f) if !f.duplicate => {
+                LedgerEntry::from_fields(f).map(|e| Self::Entry(Box::new(e))).map_err(|_| no_match())
+            }
+            _ => Err(no_match()),
+        }
+    }
 }
 
 impl EntryOrIdentity {
@@ -547,4 +564,58 @@ pub fn approve(env: &str, approved_by: Option<&str>) -> Result<Approval, CoreErr
 /// [`approve`] as JSON (`{required, approvedBy}`), for the run machine's configuration.
 pub fn approval(env: &str, approved_by: Option<&str>) -> Result<Value, CoreError> {
     approve(env, approved_by).map(|a| serde_json::to_value(a).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The successor's ledger as `#[serde(untagged)]` read it before.
+    #[derive(Debug, Deserialize)]
+    #[serde(untagged)]
+    enum UntaggedReference {
+        Identity(String),
+        Entry(Box<LedgerEntry>),
+    }
+
+    #[test]
+    fn a_successor_ledger_reads_as_the_untagged_enum_did() {
+        let e = r#"{"adapter":"a","key":"k","createdBy":"baton"}"#;
+        let cases = [
+            format!(r#"["a|{{}}|k",{e},"x"]"#),
+            r#"[{"z":1,"adapter":"v","provider":{"t":1},"key":"k","id":"i","hash":"h","label":"l","createdBy":"adopted","line":"x","parent":"p","inheritedFrom":"b","a":[1],"a":2}]"#.to_owned(),
+            r#"[{"adapter":"a","key":"k","createdBy":"baton","label":null,"parent":null,"provider":null}]"#.to_owned(),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","adapter":"b"}}]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","id":1}}, "x"]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k"}}]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","op":null}}]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","label":2}}]"#),
+            format!(r#"[{e},null]"#),
+            format!(r#"[{e},1]"#),
+            format!(r#"[{e},[{e}]]"#),
+            format!(r#"[{e},{}{}]"#, "[".repeat(140), "]".repeat(140)),
+            format!(r#"[{e},"\ud800"]"#),
+            format!(r#"[{e},]"#),
+            format!(r#"[{e}"#),
+            "{}".to_owned(),
+        ];
+        for text in &cases {
+            let new = serde_json::from_str::<Vec<EntryOrIdentity>>(text).map_err(|e| e.to_string());
+            let old = serde_json::from_str::<Vec<UntaggedReference>>(text)
+                .map_err(|e| e.to_string().replace("UntaggedReference", "EntryOrIdentity"));
+            match (new, old) {
+                (Ok(new), Ok(old)) => {
+                    assert_eq!(new.len(), old.len(), "{text}");
+                    for (n, o) in new.iter().zip(&old) {
+                        match (n, o) {
+                            (EntryOrIdentity::Identity(a), UntaggedReference::Identity(b)) => assert_eq!(a, b),
+                            (EntryOrIdentity::Entry(a), UntaggedReference::Entry(b)) => assert_eq!(a, b),
+                            _ => panic!("{text}: {n:?} / {o:?}"),
+                        }
+                    }
+                }
+                (new, old) => assert_eq!(new.err(), old.err(), "{text}"),
+            }
+        }
+    }
 }
