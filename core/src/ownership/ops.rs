@@ -124,17 +124,112 @@ pub struct Written {
 }
 
 fn written(receipt: &Receipt, warnings: Vec<String>, facts: Map<String, Value>) -> Result<Written, CoreError> {
-    let text = serde_json::to_string(receipt).map_err(|e| CoreError::internal(e.to_string()))?;
+    // Serialised once, as stored (pretty); the answer's compact copy is that text without the whitespace
+    // between tokens, which is all that tells serde_json's two formats apart.
+    let changes = receipt.changes()?;
+    let stored = changes.iter().find_map(|c| match c {
+        Change::Write { content, .. } => Some(content.as_str()),
+        Change::Delete { .. } => None,
+    });
+    let text = stored.map_or_else(|| serde_json::to_string(receipt).unwrap_or_default(), crate::cell::compact_json);
     let receipt_json =
         serde_json::value::RawValue::from_string(text).map_err(|e| CoreError::internal(e.to_string()))?;
-    Ok(Written { changes: receipt.changes()?, receipt: receipt_json, warnings, facts })
+    Ok(Written { changes, receipt: receipt_json, warnings, facts })
 }
 
 impl Written {
+    /// The answer as JSON text: byte for byte what `serde_json::to_string` writes of it, faster where it
+    /// counts (a change's content is a whole receipt, and the receipt and its run's file are the same
+    /// text: it is escaped once).
+    pub fn to_json_text(&self) -> String {
+        let contents: usize =
+            self.changes.iter().map(|c| if let Change::Write { content, .. } = c { content.len() } else { 0 }).sum();
+        let mut out: Vec<u8> = Vec::with_capacity(contents + contents / 4 + self.receipt.get().len() + 256);
+        out.extend_from_slice(b"{\"changes\":[");
+        let mut escaped: Option<(&str, Vec<u8>)> = None;
+        for (i, change) in self.changes.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match change {
+                Change::Write { file, content } => {
+                    out.extend_from_slice(b"{\"op\":\"write\",\"file\":");
+                    push_json_string(&mut out, file);
+                    out.extend_from_slice(b",\"content\":");
+                    match &escaped {
+                        Some((text, json)) if *text == content.as_str() => out.extend_from_slice(json),
+                        _ => {
+                            let mut json = Vec::with_capacity(content.len() + content.len() / 4 + 2);
+                            push_json_string(&mut json, content);
+                            out.extend_from_slice(&json);
+                            escaped = Some((content, json));
+                        }
+                    }
+                    out.push(b'}');
+                }
+                Change::Delete { file } => {
+                    out.extend_from_slice(b"{\"op\":\"delete\",\"file\":");
+                    push_json_string(&mut out, file);
+                    out.push(b'}');
+                }
+            }
+        }
+        out.extend_from_slice(b"],\"receipt\":");
+        out.extend_from_slice(self.receipt.get().as_bytes());
+        out.extend_from_slice(b",\"warnings\":[");
+        for (i, w) in self.warnings.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            push_json_string(&mut out, w);
+        }
+        out.push(b']');
+        for (k, v) in &self.facts {
+            out.push(b',');
+            push_json_string(&mut out, k);
+            out.push(b':');
+            let mark = out.len();
+            if serde_json::to_writer(&mut out, v).is_err() {
+                // A `Value` always serialises; never half of one.
+                out.truncate(mark);
+                out.extend_from_slice(b"null");
+            }
+        }
+        out.push(b'}');
+        // Valid UTF-8: the strings' bytes are copied whole, only ASCII is added.
+        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+
     /// The receipt as a JSON value (`null` when nothing is written).
     pub fn receipt_value(&self) -> Value {
         serde_json::from_str(self.receipt.get()).unwrap_or(Value::Null)
     }
+}
+
+/// Appends `s` as a JSON string exactly as `serde_json` writes it: `"` and `\\` escaped, the control
+/// characters as `\b \t \n \f \r` or `\u00xx`, every other byte as it is. A byte at a time: in a
+/// pretty-printed receipt every few bytes need escaping.
+fn push_json_string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    for &b in s.as_bytes() {
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]),
+        }
+    }
+    out.push(b'"');
 }
 
 /// A fresh receipt for run `run_id`, carrying the ledger, history and hash key of `previous`.
@@ -448,8 +543,16 @@ pub fn handover(
     let mut facts = Map::new();
     facts.insert("moved".into(), json!(moved));
     // Their claims move next (`claim-move`, core/src/claims), while this lock is still held.
-    let resources: Vec<Value> =
-        gone.iter().map(|e| json!({ "adapter": e.adapter, "key": e.key, "provider": e.provider })).collect();
+    let resources: Vec<Value> = gone
+        .into_iter()
+        .map(|e| {
+            let mut m = Map::with_capacity(3);
+            m.insert("adapter".into(), Value::String(e.adapter));
+            m.insert("key".into(), Value::String(e.key));
+            m.insert("provider".into(), e.provider);
+            Value::Object(m)
+        })
+        .collect();
     facts.insert("movedResources".into(), json!(resources));
     written(&r, Vec::new(), facts)
 }
@@ -617,5 +720,36 @@ mod tests {
                 (new, old) => assert_eq!(new.err(), old.err(), "{text}"),
             }
         }
+    }
+
+    #[test]
+    fn the_answer_text_is_what_serde_json_writes() {
+        let odd = "q\"b\\s\u{1}\u{8}\u{c}\n\r\t\u{1f}\u{7f} é 𝄞 end";
+        let receipt = |t: &str| serde_json::value::RawValue::from_string(t.to_owned()).unwrap();
+        let mut facts = Map::new();
+        facts.insert("moved".into(), json!(2));
+        facts.insert(odd.into(), json!([{ "a": odd, "b": null, "c": 1.5 }]));
+        let cases = [
+            Written { changes: Vec::new(), receipt: receipt("null"), warnings: Vec::new(), facts: Map::new() },
+            Written {
+                changes: vec![
+                    Change::Write { file: "run-1.json".into(), content: format!("{{\n  \"k\": \"{odd}\"\n}}\n") },
+                    Change::Write { file: "latest.json".into(), content: format!("{{\n  \"k\": \"{odd}\"\n}}\n") },
+                    Change::Write { file: odd.into(), content: String::new() },
+                    Change::Delete { file: "x.json".into() },
+                    Change::Write { file: "y".into(), content: odd.into() },
+                ],
+                receipt: receipt(r#"{"a":[1,2],"b":"\u0001"}"#),
+                warnings: vec![odd.into(), String::new()],
+                facts,
+            },
+        ];
+        for w in cases {
+            assert_eq!(w.to_json_text(), serde_json::to_string(&w).unwrap());
+        }
+        let every_byte: String = (0u8..0x80).map(char::from).collect();
+        let mut out = Vec::new();
+        push_json_string(&mut out, &every_byte);
+        assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&every_byte).unwrap());
     }
 }

@@ -324,15 +324,25 @@ fn write_canonical(out: &mut String, v: &Value) {
     match v {
         Value::Object(m) => {
             out.push('{');
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort_unstable();
-            for (i, k) in keys.into_iter().enumerate() {
+            let mut write = |i: usize, k: &str, v: &Value| {
                 if i > 0 {
                     out.push(',');
                 }
                 write_string(out, k);
                 out.push(':');
-                write_canonical(out, &m[k.as_str()]);
+                write_canonical(out, v);
+            };
+            // Usually written in order already (a provider block has a key or two): no sorting, no list.
+            if m.keys().is_sorted() {
+                for (i, (k, v)) in m.iter().enumerate() {
+                    write(i, k, v);
+                }
+            } else {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort_unstable();
+                for (i, k) in keys.into_iter().enumerate() {
+                    write(i, k, &m[k.as_str()]);
+                }
             }
             out.push('}');
         }
