@@ -112,7 +112,7 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
         "succession" => run(op, input, |r: tc::SuccessionRequest| Ok(tc::succession(&r))),
         "parent-cell" => run(op, input, |r: tc::ParentCellRequest| tc::parent_cell(&r)),
         "approval" => run(op, input, |r: tc::ApprovalRequest| ownership::approve(&r.env, r.approved_by.as_deref())),
-        "run-begin" => run(op, input, |r: RunBeginRequest| {
+        "run-begin" => run_written(op, input, |r: RunBeginRequest| {
             ownership::run_begin(
                 &r.cell,
                 &r.holder,
@@ -126,28 +126,28 @@ pub fn invoke(op: &str, input: &str) -> Result<String, CoreError> {
                 r.predecessor.as_ref(),
             )
         }),
-        "run-finish" => run(op, input, |r: RunFinishRequest| {
+        "run-finish" => run_written(op, input, |r: RunFinishRequest| {
             ownership::run_finish(&r.cell, &r.holder, r.epoch, r.now_ms, r.succeeded, r.cancelled, r.sha.as_deref())
         }),
-        "ledger-intend" => {
-            run(op, input, |r: LedgerRequest| ownership::intend(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource))
-        }
-        "ledger-record" => run(op, input, |r: LedgerRequest| {
+        "ledger-intend" => run_written(op, input, |r: LedgerRequest| {
+            ownership::intend(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource)
+        }),
+        "ledger-record" => run_written(op, input, |r: LedgerRequest| {
             let id = r.id.as_deref().unwrap_or_default();
             ownership::record(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource, id, r.owned_marker.as_deref())
         }),
-        "ledger-forget" => {
-            run(op, input, |r: LedgerRequest| ownership::forget(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource))
-        }
+        "ledger-forget" => run_written(op, input, |r: LedgerRequest| {
+            ownership::forget(&r.cell, &r.holder, r.epoch, r.now_ms, &r.resource)
+        }),
         "ledger-check" => run(op, input, |r: CheckRequest| {
             let fence = r.holder.as_deref().zip(r.epoch);
             ownership::check(&r.cell, fence, r.now_ms, &r.resource, r.change, &r.others, r.predecessor.as_deref())
         }),
-        "handover" => run(op, input, |r: HandoverRequest| {
+        "handover" => run_written(op, input, |r: HandoverRequest| {
             ownership::handover(&r.cell, &r.holder, r.epoch, r.now_ms, &r.successor, &r.successor_ledger)
         }),
         "destroy-plan" => {
-            run(op, input, |r: FencedRequest| ownership::destroy_plan(&r.cell, &r.holder, r.epoch, r.now_ms))
+            run_written(op, input, |r: FencedRequest| ownership::destroy_plan(&r.cell, &r.holder, r.epoch, r.now_ms))
         }
         "scope-status" => run(op, input, |r: tc::StatusRequest| {
             ownership::status(&r.cell, r.now_ms, &r.others, r.predecessor.as_deref())
@@ -303,6 +303,18 @@ fn run<Req: DeserializeOwned, Ans: Serialize>(
     let req = serde_json::from_str(input)
         .map_err(|e| CoreError::internal(format!("invalid request for `{op}`: {e}")).with("op", op))?;
     f(req).map(|a| to_json(&a))
+}
+
+/// [`run`] for the operations that answer a fenced write: the answer's text written directly
+/// ([`ownership::Written::to_json_text`], the same bytes).
+fn run_written<Req: DeserializeOwned>(
+    op: &str,
+    input: &str,
+    f: impl FnOnce(Req) -> Result<ownership::Written, CoreError>,
+) -> Result<String, CoreError> {
+    let req = serde_json::from_str(input)
+        .map_err(|e| CoreError::internal(format!("invalid request for `{op}`: {e}")).with("op", op))?;
+    f(req).map(|w| w.to_json_text())
 }
 
 fn to_json<T: Serialize + ?Sized>(v: &T) -> String {

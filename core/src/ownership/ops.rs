@@ -5,7 +5,7 @@ use super::scopes::{OtherScope, foreign_map};
 use crate::cell::{Cell, Change};
 use crate::error::{CoreError, ErrorCode};
 use crate::lock::check_fence;
-use crate::receipt::{CreatedBy, LedgerEntry, RECEIPT_VERSION, Receipt, ResourceRef, read_receipt};
+use crate::receipt::{CreatedBy, LedgerEntry, RECEIPT_VERSION, ReadEntry, Receipt, ResourceRef, read_receipt};
 use crate::time::{UnixMs, format_iso};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -124,17 +124,112 @@ pub struct Written {
 }
 
 fn written(receipt: &Receipt, warnings: Vec<String>, facts: Map<String, Value>) -> Result<Written, CoreError> {
-    let text = serde_json::to_string(receipt).map_err(|e| CoreError::internal(e.to_string()))?;
+    // Serialised once, as stored (pretty); the answer's compact copy is that text without the whitespace
+    // between tokens, which is all that tells serde_json's two formats apart.
+    let changes = receipt.changes()?;
+    let stored = changes.iter().find_map(|c| match c {
+        Change::Write { content, .. } => Some(content.as_str()),
+        Change::Delete { .. } => None,
+    });
+    let text = stored.map_or_else(|| serde_json::to_string(receipt).unwrap_or_default(), crate::cell::compact_json);
     let receipt_json =
         serde_json::value::RawValue::from_string(text).map_err(|e| CoreError::internal(e.to_string()))?;
-    Ok(Written { changes: receipt.changes()?, receipt: receipt_json, warnings, facts })
+    Ok(Written { changes, receipt: receipt_json, warnings, facts })
 }
 
 impl Written {
+    /// The answer as JSON text: byte for byte what `serde_json::to_string` writes of it, faster where it
+    /// counts (a change's content is a whole receipt, and the receipt and its run's file are the same
+    /// text: it is escaped once).
+    pub fn to_json_text(&self) -> String {
+        let contents: usize =
+            self.changes.iter().map(|c| if let Change::Write { content, .. } = c { content.len() } else { 0 }).sum();
+        let mut out: Vec<u8> = Vec::with_capacity(contents + contents / 4 + self.receipt.get().len() + 256);
+        out.extend_from_slice(b"{\"changes\":[");
+        let mut escaped: Option<(&str, Vec<u8>)> = None;
+        for (i, change) in self.changes.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match change {
+                Change::Write { file, content } => {
+                    out.extend_from_slice(b"{\"op\":\"write\",\"file\":");
+                    push_json_string(&mut out, file);
+                    out.extend_from_slice(b",\"content\":");
+                    match &escaped {
+                        Some((text, json)) if *text == content.as_str() => out.extend_from_slice(json),
+                        _ => {
+                            let mut json = Vec::with_capacity(content.len() + content.len() / 4 + 2);
+                            push_json_string(&mut json, content);
+                            out.extend_from_slice(&json);
+                            escaped = Some((content, json));
+                        }
+                    }
+                    out.push(b'}');
+                }
+                Change::Delete { file } => {
+                    out.extend_from_slice(b"{\"op\":\"delete\",\"file\":");
+                    push_json_string(&mut out, file);
+                    out.push(b'}');
+                }
+            }
+        }
+        out.extend_from_slice(b"],\"receipt\":");
+        out.extend_from_slice(self.receipt.get().as_bytes());
+        out.extend_from_slice(b",\"warnings\":[");
+        for (i, w) in self.warnings.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            push_json_string(&mut out, w);
+        }
+        out.push(b']');
+        for (k, v) in &self.facts {
+            out.push(b',');
+            push_json_string(&mut out, k);
+            out.push(b':');
+            let mark = out.len();
+            if serde_json::to_writer(&mut out, v).is_err() {
+                // A `Value` always serialises; never half of one.
+                out.truncate(mark);
+                out.extend_from_slice(b"null");
+            }
+        }
+        out.push(b'}');
+        // Valid UTF-8: the strings' bytes are copied whole, only ASCII is added.
+        String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+
     /// The receipt as a JSON value (`null` when nothing is written).
     pub fn receipt_value(&self) -> Value {
         serde_json::from_str(self.receipt.get()).unwrap_or(Value::Null)
     }
+}
+
+/// Appends `s` as a JSON string exactly as `serde_json` writes it: `"` and `\\` escaped, the control
+/// characters as `\b \t \n \f \r` or `\u00xx`, every other byte as it is. A byte at a time: in a
+/// pretty-printed receipt every few bytes need escaping.
+fn push_json_string(out: &mut Vec<u8>, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    for &b in s.as_bytes() {
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            out.push(b);
+            continue;
+        }
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[usize::from(b >> 4)], HEX[usize::from(b & 0xf)]]),
+        }
+    }
+    out.push(b'"');
 }
 
 /// A fresh receipt for run `run_id`, carrying the ledger, history and hash key of `previous`.
@@ -448,20 +543,45 @@ pub fn handover(
     let mut facts = Map::new();
     facts.insert("moved".into(), json!(moved));
     // Their claims move next (`claim-move`, core/src/claims), while this lock is still held.
-    let resources: Vec<Value> =
-        gone.iter().map(|e| json!({ "adapter": e.adapter, "key": e.key, "provider": e.provider })).collect();
+    let resources: Vec<Value> = gone
+        .into_iter()
+        .map(|e| {
+            let mut m = Map::with_capacity(3);
+            m.insert("adapter".into(), Value::String(e.adapter));
+            m.insert("key".into(), Value::String(e.key));
+            m.insert("provider".into(), e.provider);
+            Value::Object(m)
+        })
+        .collect();
     facts.insert("movedResources".into(), json!(resources));
     written(&r, Vec::new(), facts)
 }
 
 /// A successor's ledger entry, or just its identity string.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(untagged)]
+///
+/// Read as `#[serde(untagged)]` reads it (a string, else a ledger entry as its derived `Deserialize`
+/// reads it, else the untagged enum's error), in one pass without buffering each element.
+#[derive(Clone, Debug)]
 pub enum EntryOrIdentity {
     /// An identity (`adapter|provider|key`).
     Identity(String),
     /// A ledger entry.
     Entry(Box<LedgerEntry>),
+}
+
+impl<'de> Deserialize<'de> for EntryOrIdentity {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // The error is raised here, after the element was read, where the untagged enum raises it (the
+        // same text, at the same position).
+        let no_match = || serde::de::Error::custom("data did not match any variant of untagged enum EntryOrIdentity");
+        match ReadEntry::deserialize(d)? {
+            ReadEntry::Text(s) => Ok(Self::Identity(s)),
+            ReadEntry::Fields(f) if !f.duplicate => {
+                LedgerEntry::from_fields(f).map(|e| Self::Entry(Box::new(e))).map_err(|_| no_match())
+            }
+            _ => Err(no_match()),
+        }
+    }
 }
 
 impl EntryOrIdentity {
@@ -547,4 +667,89 @@ pub fn approve(env: &str, approved_by: Option<&str>) -> Result<Approval, CoreErr
 /// [`approve`] as JSON (`{required, approvedBy}`), for the run machine's configuration.
 pub fn approval(env: &str, approved_by: Option<&str>) -> Result<Value, CoreError> {
     approve(env, approved_by).map(|a| serde_json::to_value(a).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The successor's ledger as `#[serde(untagged)]` read it before.
+    #[derive(Debug, Deserialize)]
+    #[serde(untagged)]
+    enum UntaggedReference {
+        Identity(String),
+        Entry(Box<LedgerEntry>),
+    }
+
+    #[test]
+    fn a_successor_ledger_reads_as_the_untagged_enum_did() {
+        let e = r#"{"adapter":"a","key":"k","createdBy":"baton"}"#;
+        let cases = [
+            format!(r#"["a|{{}}|k",{e},"x"]"#),
+            r#"[{"z":1,"adapter":"v","provider":{"t":1},"key":"k","id":"i","hash":"h","label":"l","createdBy":"adopted","line":"x","parent":"p","inheritedFrom":"b","a":[1],"a":2}]"#.to_owned(),
+            r#"[{"adapter":"a","key":"k","createdBy":"baton","label":null,"parent":null,"provider":null}]"#.to_owned(),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","adapter":"b"}}]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","id":1}}, "x"]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k"}}]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","op":null}}]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","label":2}}]"#),
+            format!(r#"[{e},null]"#),
+            format!(r#"[{e},1]"#),
+            format!(r#"[{e},[{e}]]"#),
+            format!(r#"[{e},{}{}]"#, "[".repeat(140), "]".repeat(140)),
+            format!(r#"[{e},"\ud800"]"#),
+            format!(r#"[{e},]"#),
+            format!(r#"[{e}"#),
+            "{}".to_owned(),
+        ];
+        for text in &cases {
+            let new = serde_json::from_str::<Vec<EntryOrIdentity>>(text).map_err(|e| e.to_string());
+            let old = serde_json::from_str::<Vec<UntaggedReference>>(text)
+                .map_err(|e| e.to_string().replace("UntaggedReference", "EntryOrIdentity"));
+            match (new, old) {
+                (Ok(new), Ok(old)) => {
+                    assert_eq!(new.len(), old.len(), "{text}");
+                    for (n, o) in new.iter().zip(&old) {
+                        match (n, o) {
+                            (EntryOrIdentity::Identity(a), UntaggedReference::Identity(b)) => assert_eq!(a, b),
+                            (EntryOrIdentity::Entry(a), UntaggedReference::Entry(b)) => assert_eq!(a, b),
+                            _ => panic!("{text}: {n:?} / {o:?}"),
+                        }
+                    }
+                }
+                (new, old) => assert_eq!(new.err(), old.err(), "{text}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_answer_text_is_what_serde_json_writes() {
+        let odd = "q\"b\\s\u{1}\u{8}\u{c}\n\r\t\u{1f}\u{7f} é 𝄞 end";
+        let receipt = |t: &str| serde_json::value::RawValue::from_string(t.to_owned()).unwrap();
+        let mut facts = Map::new();
+        facts.insert("moved".into(), json!(2));
+        facts.insert(odd.into(), json!([{ "a": odd, "b": null, "c": 1.5 }]));
+        let cases = [
+            Written { changes: Vec::new(), receipt: receipt("null"), warnings: Vec::new(), facts: Map::new() },
+            Written {
+                changes: vec![
+                    Change::Write { file: "run-1.json".into(), content: format!("{{\n  \"k\": \"{odd}\"\n}}\n") },
+                    Change::Write { file: "latest.json".into(), content: format!("{{\n  \"k\": \"{odd}\"\n}}\n") },
+                    Change::Write { file: odd.into(), content: String::new() },
+                    Change::Delete { file: "x.json".into() },
+                    Change::Write { file: "y".into(), content: odd.into() },
+                ],
+                receipt: receipt(r#"{"a":[1,2],"b":"\u0001"}"#),
+                warnings: vec![odd.into(), String::new()],
+                facts,
+            },
+        ];
+        for w in cases {
+            assert_eq!(w.to_json_text(), serde_json::to_string(&w).unwrap());
+        }
+        let every_byte: String = (0u8..0x80).map(char::from).collect();
+        let mut out = Vec::new();
+        push_json_string(&mut out, &every_byte);
+        assert_eq!(String::from_utf8(out).unwrap(), serde_json::to_string(&every_byte).unwrap());
+    }
 }

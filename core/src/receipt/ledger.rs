@@ -94,33 +94,48 @@ impl LedgerEntry {
     /// string field that is not a string refused, unknown fields kept in order in `extra`), without serde's
     /// buffering of a flattened map: a receipt's ledger may hold 100,000 entries. Call it on each entry of
     /// a parsed receipt; the error says which field is wrong.
-    pub fn from_map(mut m: Map<String, Value>) -> Result<Self, String> {
-        fn text(m: &mut Map<String, Value>, key: &str, required: bool) -> Result<String, String> {
-            match m.shift_remove(key) {
+    pub fn from_map(m: Map<String, Value>) -> Result<Self, String> {
+        let mut fields = EntryFields::default();
+        for (k, v) in m {
+            match FIELDS.iter().position(|f| *f == k) {
+                Some(i) => fields.known[i] = Some(v),
+                None => {
+                    fields.extra.insert(k, v);
+                }
+            }
+        }
+        Self::from_fields(fields)
+    }
+
+    /// [`Self::from_map`] on the fields as read (the last of a field named twice).
+    pub(crate) fn from_fields(f: EntryFields) -> Result<Self, String> {
+        fn text(v: Option<Value>, key: &str, required: bool) -> Result<String, String> {
+            match v {
                 Some(Value::String(s)) => Ok(s),
                 None if !required => Ok(String::new()),
                 None => Err(format!("missing field `{key}`")),
                 Some(other) => Err(format!("invalid type for `{key}`: {other}, expected a string")),
             }
         }
-        fn optional(m: &mut Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-            match m.shift_remove(key) {
+        fn optional(v: Option<Value>, key: &str) -> Result<Option<String>, String> {
+            match v {
                 Some(Value::String(s)) => Ok(Some(s)),
                 None | Some(Value::Null) => Ok(None),
                 Some(other) => Err(format!("invalid type for `{key}`: {other}, expected a string or null")),
             }
         }
-        let adapter = text(&mut m, "adapter", true)?;
-        let op = text(&mut m, "op", false)?;
-        let provider = m.shift_remove("provider").unwrap_or_else(empty_object);
-        let key = text(&mut m, "key", true)?;
-        let id = text(&mut m, "id", false)?;
-        let hash = text(&mut m, "hash", false)?;
-        let label = optional(&mut m, "label")?;
-        let created_by = text(&mut m, "createdBy", true)?;
-        let line = text(&mut m, "line", false)?;
-        let parent = optional(&mut m, "parent")?;
-        Ok(Self { adapter, op, provider, key, id, hash, label, created_by, line, parent, extra: m })
+        let [adapter, op, provider, key, id, hash, label, created_by, line, parent] = f.known;
+        let adapter = text(adapter, "adapter", true)?;
+        let op = text(op, "op", false)?;
+        let provider = provider.unwrap_or_else(empty_object);
+        let key = text(key, "key", true)?;
+        let id = text(id, "id", false)?;
+        let hash = text(hash, "hash", false)?;
+        let label = optional(label, "label")?;
+        let created_by = text(created_by, "createdBy", true)?;
+        let line = text(line, "line", false)?;
+        let parent = optional(parent, "parent")?;
+        Ok(Self { adapter, op, provider, key, id, hash, label, created_by, line, parent, extra: f.extra })
     }
 
     /// `adapter | canonical JSON of provider | key`: what makes two entries the same resource.
@@ -143,6 +158,129 @@ impl LedgerEntry {
             // As written: `sponson` stays `sponson` (both mean owned here).
             created_by: self.created_by.clone(),
         }
+    }
+}
+
+/// The field names of a ledger entry baton knows, in the order [`LedgerEntry::from_fields`] checks them.
+const FIELDS: [&str; 10] = ["adapter", "op", "provider", "key", "id", "hash", "label", "createdBy", "line", "parent"];
+
+/// The fields of one ledger entry as read, before their types are checked: the known ones by their index
+/// in [`FIELDS`] (the last of a field named twice), the others in order.
+#[derive(Debug, Default)]
+pub(crate) struct EntryFields {
+    known: [Option<Value>; 10],
+    extra: Map<String, Value>,
+    /// A known field was named twice (the derived deserializer refuses that; a receipt keeps the last).
+    pub(crate) duplicate: bool,
+}
+
+impl EntryFields {
+    /// `adapter`, `key` and `createdBy` are strings (what a receipt's ledger entry needs first).
+    pub(crate) fn has_identity_strings(&self) -> bool {
+        [0, 3, 7].iter().all(|&i| matches!(self.known[i], Some(Value::String(_))))
+    }
+}
+
+/// One element of a ledger array read in one pass, straight from the JSON (no map per entry, no key
+/// strings for the known fields): an object's fields, a string, or anything else (read and dropped, with
+/// the same errors as reading it as a `Value`).
+#[derive(Debug)]
+// One at a time, consumed as soon as it is read: boxing the fields would cost an allocation per entry.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum ReadEntry {
+    /// An object.
+    Fields(EntryFields),
+    /// A string.
+    Text(String),
+    /// Any other JSON value.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for ReadEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(EntryVisitor)
+    }
+}
+
+/// A key of an entry: the index of a known field, or another name.
+enum FieldKey {
+    Known(usize),
+    Other(String),
+}
+
+struct FieldKeySeed;
+
+impl<'de> serde::de::DeserializeSeed<'de> for FieldKeySeed {
+    type Value = FieldKey;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<FieldKey, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for FieldKeySeed {
+    type Value = FieldKey;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<FieldKey, E> {
+        Ok(FIELDS.iter().position(|f| *f == s).map_or_else(|| FieldKey::Other(s.to_owned()), FieldKey::Known))
+    }
+    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<FieldKey, E> {
+        Ok(FIELDS.iter().position(|f| *f == s).map_or(FieldKey::Other(s), FieldKey::Known))
+    }
+}
+
+struct EntryVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EntryVisitor {
+    type Value = ReadEntry;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<ReadEntry, A::Error> {
+        let mut f = EntryFields::default();
+        while let Some(key) = m.next_key_seed(FieldKeySeed)? {
+            let value: Value = m.next_value()?;
+            match key {
+                FieldKey::Known(i) => f.duplicate |= f.known[i].replace(value).is_some(),
+                FieldKey::Other(k) => {
+                    f.extra.insert(k, value);
+                }
+            }
+        }
+        Ok(ReadEntry::Fields(f))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<ReadEntry, A::Error> {
+        // Read as a `Value` reads it (the same nesting limit and errors), then dropped.
+        Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(ReadEntry::Other)
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<ReadEntry, E> {
+        Ok(ReadEntry::Text(s.to_owned()))
+    }
+    fn visit_string<E: serde::de::Error>(self, s: String) -> Result<ReadEntry, E> {
+        Ok(ReadEntry::Text(s))
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<ReadEntry, E> {
+        Ok(ReadEntry::Other)
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<ReadEntry, E> {
+        Ok(ReadEntry::Other)
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<ReadEntry, E> {
+        Ok(ReadEntry::Other)
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<ReadEntry, E> {
+        Ok(ReadEntry::Other)
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<ReadEntry, E> {
+        Ok(ReadEntry::Other)
+    }
+    fn visit_none<E: serde::de::Error>(self) -> Result<ReadEntry, E> {
+        Ok(ReadEntry::Other)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<ReadEntry, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
@@ -186,15 +324,25 @@ fn write_canonical(out: &mut String, v: &Value) {
     match v {
         Value::Object(m) => {
             out.push('{');
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort_unstable();
-            for (i, k) in keys.into_iter().enumerate() {
+            let mut write = |i: usize, k: &str, v: &Value| {
                 if i > 0 {
                     out.push(',');
                 }
                 write_string(out, k);
                 out.push(':');
-                write_canonical(out, &m[k.as_str()]);
+                write_canonical(out, v);
+            };
+            // Usually written in order already (a provider block has a key or two): no sorting, no list.
+            if m.keys().is_sorted() {
+                for (i, (k, v)) in m.iter().enumerate() {
+                    write(i, k, v);
+                }
+            } else {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort_unstable();
+                for (i, k) in keys.into_iter().enumerate() {
+                    write(i, k, &m[k.as_str()]);
+                }
             }
             out.push('}');
         }

@@ -8,6 +8,7 @@
 mod ledger;
 mod parse;
 
+pub(crate) use ledger::ReadEntry;
 pub use ledger::{CreatedBy, LedgerEntry, ResourceRef, canonical_json, identity, owned_marker};
 pub use parse::parse_receipt;
 

@@ -1,7 +1,11 @@
 //! Parsing, validation and migration of receipts.
 
+use super::ledger::ReadEntry;
 use super::{LedgerEntry, RECEIPT_VERSION, Receipt};
 use crate::error::{CoreError, ErrorCode};
+use serde::Deserialize;
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value, json};
 
 /// Parses the receipt text read at `place` (for messages).
@@ -19,8 +23,8 @@ pub fn parse_receipt(text: &str, place: &str) -> Result<Receipt, CoreError> {
         )
         .with("where", place)
     };
-    let value: Value = serde_json::from_str(text).map_err(|e| corrupt(&format!("not valid JSON ({e})")))?;
-    let Value::Object(mut doc) = value else { return Err(corrupt("not a JSON object")) };
+    let read: ReadReceipt = serde_json::from_str(text).map_err(|e| corrupt(&format!("not valid JSON ({e})")))?;
+    let Some(doc) = read.doc else { return Err(corrupt("not a JSON object")) };
     let version = doc.get("version").and_then(Value::as_f64).ok_or_else(|| corrupt("no numeric `version`"))?;
     if version > RECEIPT_VERSION as f64 {
         let raw = doc.get("version").cloned().unwrap_or_default();
@@ -53,19 +57,137 @@ pub fn parse_receipt(text: &str, place: &str) -> Result<Receipt, CoreError> {
     if !doc.get("hashKey").is_some_and(Value::is_string) {
         return Err(corrupt("no string `hashKey`"));
     }
-    let Some(Value::Array(raw)) = doc.get_mut("ledger").map(std::mem::take) else {
+    let Some(Ledger::Entries { entries: ledger, fault }) = read.ledger else {
         return Err(corrupt("no `ledger` array"));
     };
-    let mut ledger = Vec::with_capacity(raw.len());
-    for (i, entry) in raw.into_iter().enumerate() {
-        let ok = ["adapter", "key", "createdBy"].iter().all(|k| entry.get(k).is_some_and(Value::is_string));
-        if !ok {
-            return Err(corrupt(&format!("ledger entry {i} lacks a string adapter, key or createdBy")));
-        }
-        let Value::Object(map) = entry else { return Err(corrupt(&format!("ledger entry {i} is not an object"))) };
-        ledger.push(LedgerEntry::from_map(map).map_err(|e| corrupt(&format!("ledger entry {i}: {e}")))?);
+    match fault {
+        None => Ok(Receipt { doc, ledger }),
+        Some((i, None)) => Err(corrupt(&format!("ledger entry {i} lacks a string adapter, key or createdBy"))),
+        Some((i, Some(e))) => Err(corrupt(&format!("ledger entry {i}: {e}"))),
     }
-    Ok(Receipt { doc, ledger })
+}
+
+/// A receipt read in one pass: every field as a `Value` (errors as reading the whole text as a `Value`
+/// gives) except the ledger, whose entries are read straight into [`LedgerEntry`] (a ledger may hold
+/// 100,000: no map per entry). `ledger` keeps its place in `doc` as `null`, as [`Receipt`] wants it.
+struct ReadReceipt {
+    /// `None`: the text is JSON but not an object.
+    doc: Option<Map<String, Value>>,
+    /// The last `ledger` field, if any.
+    ledger: Option<Ledger>,
+}
+
+/// A `ledger` field as read.
+enum Ledger {
+    /// An array: its entries up to the first element that is not one, and that element's index and why
+    /// (`None`: it lacks a string adapter, key or createdBy; `Some`: what [`LedgerEntry::from_fields`]
+    /// refused). The elements after it are read (the text must be valid JSON) but not kept.
+    Entries { entries: Vec<LedgerEntry>, fault: Option<(usize, Option<String>)> },
+    /// Anything else.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for ReadReceipt {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ReceiptVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Ledger {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(LedgerVisitor)
+    }
+}
+
+/// A visitor that reads whatever it is given as a `Value` reads it and answers `$other` for anything but
+/// what its `visit_map` / `visit_seq` handle.
+macro_rules! read_others {
+    ($other:expr) => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    };
+}
+
+struct ReceiptVisitor;
+
+impl<'de> Visitor<'de> for ReceiptVisitor {
+    type Value = ReadReceipt;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<ReadReceipt, A::Error> {
+        let mut doc = Map::new();
+        let mut ledger = None;
+        while let Some(key) = m.next_key::<String>()? {
+            if key == "ledger" {
+                ledger = Some(m.next_value::<Ledger>()?);
+                doc.insert(key, Value::Null);
+            } else {
+                let value: Value = m.next_value()?;
+                doc.insert(key, value);
+            }
+        }
+        Ok(ReadReceipt { doc: Some(doc), ledger })
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<ReadReceipt, A::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq))?;
+        Ok(ReadReceipt { doc: None, ledger: None })
+    }
+    read_others!(ReadReceipt { doc: None, ledger: None });
+}
+
+struct LedgerVisitor;
+
+impl<'de> Visitor<'de> for LedgerVisitor {
+    type Value = Ledger;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Ledger, A::Error> {
+        let mut entries = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let mut fault = None;
+        let mut i = 0;
+        while let Some(entry) = seq.next_element::<ReadEntry>()? {
+            if fault.is_none() {
+                match entry {
+                    ReadEntry::Fields(f) if f.has_identity_strings() => match LedgerEntry::from_fields(f) {
+                        Ok(e) => entries.push(e),
+                        Err(e) => fault = Some((i, Some(e))),
+                    },
+                    _ => fault = Some((i, None)),
+                }
+            }
+            i += 1;
+        }
+        Ok(Ledger::Entries { entries, fault })
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<Ledger, A::Error> {
+        Value::deserialize(MapAccessDeserializer::new(m))?;
+        Ok(Ledger::Other)
+    }
+    read_others!(Ledger::Other);
 }
 
 /// Builds the version-2 view of a version-1 receipt: the ledger from the lines' resources (destroyed and null
@@ -151,6 +273,134 @@ mod tests {
             &v2(r#"[{"adapter":"a"}]"#),
         ] {
             assert_eq!(parse_receipt(bad, "t").unwrap_err().code, ErrorCode::ReceiptCorrupt, "{bad}");
+        }
+    }
+
+    /// The parser as it was before it read the ledger in one pass: the whole text as a `Value`, then each
+    /// entry's map.
+    fn parse_reference(text: &str, place: &str) -> Result<Receipt, CoreError> {
+        let corrupt = |why: &str| {
+            CoreError::new(
+                ErrorCode::ReceiptCorrupt,
+                format!("The receipt at {place} cannot be read: {why}. baton keeps it as it is and will not overwrite it; repair or move it by hand."),
+            )
+            .with("where", place)
+        };
+        let value: Value = serde_json::from_str(text).map_err(|e| corrupt(&format!("not valid JSON ({e})")))?;
+        let Value::Object(mut doc) = value else { return Err(corrupt("not a JSON object")) };
+        let version = doc.get("version").and_then(Value::as_f64).ok_or_else(|| corrupt("no numeric `version`"))?;
+        if version > RECEIPT_VERSION as f64 {
+            let raw = doc.get("version").cloned().unwrap_or_default();
+            return Err(CoreError::new(
+                ErrorCode::ReceiptVersion,
+                format!(
+                    "The receipt at {place} is version {raw}, written by a newer baton; this baton understands versions 1-2. It is kept as it is and nothing was written: upgrade baton to the version that wrote it."
+                ),
+            )
+            .with("where", place)
+            .with("version", raw));
+        }
+        if version.fract() != 0.0 || version < 1.0 {
+            return Err(corrupt(&format!("`version` {version} is not 1 or 2")));
+        }
+        if !doc.get("lines").is_some_and(Value::is_object) {
+            return Err(corrupt("no `lines` object"));
+        }
+        for key in ["scope", "environment"] {
+            if !doc.get(key).is_some_and(Value::is_string) {
+                return Err(corrupt(&format!("no string `{key}`")));
+            }
+        }
+        if version == 1.0 {
+            return Ok(migrate_v1(doc));
+        }
+        if !doc.get("history").is_some_and(Value::is_array) {
+            return Err(corrupt("no `history` array"));
+        }
+        if !doc.get("hashKey").is_some_and(Value::is_string) {
+            return Err(corrupt("no string `hashKey`"));
+        }
+        let Some(Value::Array(raw)) = doc.get_mut("ledger").map(std::mem::take) else {
+            return Err(corrupt("no `ledger` array"));
+        };
+        let mut ledger = Vec::with_capacity(raw.len());
+        for (i, entry) in raw.into_iter().enumerate() {
+            let ok = ["adapter", "key", "createdBy"].iter().all(|k| entry.get(k).is_some_and(Value::is_string));
+            if !ok {
+                return Err(corrupt(&format!("ledger entry {i} lacks a string adapter, key or createdBy")));
+            }
+            let Value::Object(map) = entry else { return Err(corrupt(&format!("ledger entry {i} is not an object"))) };
+            ledger.push(LedgerEntry::from_map(map).map_err(|e| corrupt(&format!("ledger entry {i}: {e}")))?);
+        }
+        Ok(Receipt { doc, ledger })
+    }
+
+    #[test]
+    fn the_one_pass_parser_reads_as_the_value_parser_did() {
+        let e = r#"{"adapter":"a","key":"k","createdBy":"baton"}"#;
+        let ledgers = [
+            "[]".to_owned(),
+            format!("[{e}]"),
+            format!(
+                r#"[{e},{{"z":1,"adapter":"v","provider":{{"t":[1,{{"b":2,"a":1}}]}},"key":"k\u0041\n","id":"i","hash":"h","label":"l","createdBy":"intent","line":"x","parent":"p","inheritedFrom":"b","a":[1]}}]"#
+            ),
+            r#"[{"adapter":"a","key":"k","createdBy":"baton","label":null,"parent":null,"provider":null}]"#.to_owned(),
+            r#"[{"adapter":"a","key":"k","createdBy":"baton","adapter":"b","x":1,"x":2,"y":3}]"#.to_owned(),
+            r#"[{"adapter":"a","key":"k","createdBy":"baton","adapter":1}]"#.to_owned(),
+            r#"[{"adapter":1,"key":"k","createdBy":"baton","adapter":"a"}]"#.to_owned(),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","id":1}}]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","op":null}}]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","label":2}}]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k"}}]"#),
+            format!(r#"[{e},"a string",{{"adapter":"a"}}]"#),
+            format!(r#"[{e},[1,2],{e}]"#),
+            format!(r#"[{e},null,1,true,2.5,-3]"#),
+            format!(r#"[{e},{{"adapter":"a","key":"k","createdBy":"baton","id":1}},{{"adapter":1}}]"#),
+            format!("[{e},{}{}]", "[".repeat(140), "]".repeat(140)),
+            format!("[{e},{}1{}]", "[".repeat(120), "]".repeat(120)),
+            r#"{"not":"an array"}"#.to_owned(),
+            "null".to_owned(),
+            r#""text""#.to_owned(),
+            format!("[{e},]"),
+            format!("[{e}"),
+            format!(r#"[{e},{{"adapter":"a\ud800","key":"k","createdBy":"baton"}}]"#),
+        ];
+        let mut texts: Vec<String> = Vec::new();
+        for ledger in &ledgers {
+            texts.push(v2(ledger));
+            // The ledger named twice: the last one counts, in the first one's place.
+            texts.push(format!(
+                r#"{{"version":2,"ledger":[{e}],"environment":"preview","scope":"pr-1","lines":{{}},"ledger":{ledger},"history":[],"hashKey":""}}"#
+            ));
+            texts.push(format!(r#"{{"version":1,"environment":"e","scope":"s","lines":{{}},"ledger":{ledger}}}"#));
+            texts.push(format!(r#"{{"version":3,"ledger":{ledger}}}"#));
+            texts.push(format!(r#"{{"version":2,"environment":"e","scope":"s","lines":{{}},"ledger":{ledger}}}"#));
+        }
+        for other in [
+            "",
+            "{",
+            "[]",
+            "[1,2",
+            "1",
+            "\"s\"",
+            "null",
+            "true",
+            r#"{"version":"2"}"#,
+            r#"{"version":2.5}"#,
+            r#"{"version":0,"lines":{},"scope":"s","environment":"e"}"#,
+            "{} x",
+            r#"{"a":1,"a":2}"#,
+            &format!("{}{}", "[".repeat(200), "]".repeat(200)),
+            r#"{"version":2,"environment":"e","scope":"s","lines":{},"history":[],"hashKey":""}"#,
+        ] {
+            texts.push(other.to_owned());
+        }
+        for text in &texts {
+            let (new, old) = (parse_receipt(text, "p"), parse_reference(text, "p"));
+            assert_eq!(new, old, "{text}");
+            if let Ok(r) = new {
+                assert_eq!(serde_json::to_string(&r).unwrap(), serde_json::to_string(&old.unwrap()).unwrap());
+            }
         }
     }
 
