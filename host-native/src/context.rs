@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The flags every command that works on a scope shares. Flags beat variables, variables beat defaults.
 #[derive(Args, Clone, Debug, Default)]
@@ -139,19 +139,21 @@ fn gh_pr_number() -> Option<u64> {
         .env("GH_PROMPT_DISABLED", "1")
         .spawn()
         .ok()?;
-    let started = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => break,
-            Ok(None) if started.elapsed() < Duration::from_secs(5) => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
+    // The answer is read as it comes (no polling: `gh` answers in well under a second when it can).
+    let mut stdout = child.stdout.take()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = tx.send(std::io::Read::read_to_string(&mut stdout, &mut out).map(|_| out));
+    });
+    let out = rx.recv_timeout(Duration::from_secs(5));
+    if out.is_err() {
+        let _ = child.kill();
     }
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    let status = child.wait().ok()?;
+    let out = out.ok()?.ok()?;
+    if !status.success() {
+        return None;
+    }
     out.trim().parse::<u64>().ok().filter(|n| *n > 0)
 }

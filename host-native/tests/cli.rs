@@ -80,6 +80,39 @@ fn scope_with_explicit_flags_spawns_no_process() {
     assert!(std::fs::read_to_string(&calls).unwrap_or_default().contains("git rev-parse"), "git was not asked");
 }
 
+/// On a branch from local git (no CI variables), `gh pr view` names the pull request: its number gives
+/// `pr-<n>`; a `gh` that fails (no pull request, not logged in) leaves the branch's scope.
+#[test]
+fn scope_from_local_git_asks_gh_for_the_pull_request() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TempDir::new("scope-gh");
+    let repo = t.0.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = Command::new("git").current_dir(&repo).args(args).output().unwrap().status.success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "feat/gh"]);
+    git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"]);
+    let bin = t.0.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    for (gh, scope) in [("echo 57", "pr-57"), ("exit 1", "branch-feat-gh")] {
+        std::fs::write(
+            bin.join("gh"),
+            format!(
+                "#!/bin/sh
+{gh}
+"
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(bin.join("gh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let out = baton(&repo, &["scope"], &[("PATH", &path)]);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{scope}\n"), "gh: {gh}");
+    }
+}
+
 #[test]
 fn scope_outside_a_repository_without_a_branch_is_ctx_null() {
     let t = TempDir::new("ctxnull");
