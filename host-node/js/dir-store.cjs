@@ -84,18 +84,19 @@ function loadFiles(cellDir) {
 /**
  * Places the complete temp file `tmp` at `target` only if nothing is there (link(2); EEXIST otherwise);
  * where the file system has no hard links, with O_EXCL (`wx`) and `content`, as the original tool does.
+ * Synchronous but for the fsync, as every step of a transaction (see `loadFiles`).
  */
 async function createLinked(tmp, target, content) {
   try {
-    await fs.link(tmp, target);
+    fsSync.linkSync(tmp, target);
   } catch (e) {
     if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP'].includes(e.code)) throw e;
-    const fh = await fs.open(target, 'wx', 0o600);
+    const fd = fsSync.openSync(target, 'wx', 0o600);
     try {
-      await fh.writeFile(content, 'utf8');
-      await fh.sync();
+      fsSync.writeFileSync(fd, content, 'utf8');
+      await fsyncAsync(fd);
     } finally {
-      await fh.close();
+      fsSync.closeSync(fd);
     }
   }
 }
@@ -116,6 +117,7 @@ async function applyChanges(cellDir, changes, absent = []) {
     if (change.op === 'write') {
       const tmp = `${target}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`;
       const exclusive = absent.includes(change.file);
+      let renamed = false;
       try {
         // Owner only (0600), in owner-only directories (0700): receipts name what a scope owns.
         const fd = fsSync.openSync(tmp, 'wx', 0o600);
@@ -126,17 +128,23 @@ async function applyChanges(cellDir, changes, absent = []) {
           fsSync.closeSync(fd);
         }
         if (exclusive) await createLinked(tmp, target, change.content);
-        else fsSync.renameSync(tmp, target);
+        else {
+          fsSync.renameSync(tmp, target);
+          renamed = true;
+        }
       } catch (e) {
         if (exclusive && e.code === 'EEXIST') return false;
         throw e;
       } finally {
-        unlinkQuietly(tmp);
+        // A renamed temp file is gone; a linked one (or one that failed) is removed here.
+        if (!renamed) unlinkQuietly(tmp);
       }
     } else if (change.op === 'delete') {
-      await fs.unlink(target).catch((e) => {
+      try {
+        fsSync.unlinkSync(target);
+      } catch (e) {
         if (e.code !== 'ENOENT') throw e;
-      });
+      }
     } else {
       throw new Error(`unknown change ${JSON.stringify(change)}`);
     }
