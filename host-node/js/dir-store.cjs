@@ -8,10 +8,9 @@
 const fs = require('node:fs/promises');
 const fsSync = require('node:fs');
 const path = require('node:path');
-const { randomBytes } = require('node:crypto');
 const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
-const { takeMutex, releaseMutex, unlinkQuietly } = require('./mutex.cjs');
+const { takeMutex, releaseMutex, unlinkQuietly, randomHex } = require('./mutex.cjs');
 const { repoRoot, originUrl } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 
@@ -115,7 +114,7 @@ async function applyChanges(cellDir, changes, absent = []) {
     }
     const target = path.join(cellDir, change.file);
     if (change.op === 'write') {
-      const tmp = `${target}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`;
+      const tmp = `${target}.${process.pid}.${randomHex(8)}.tmp`;
       const exclusive = absent.includes(change.file);
       let renamed = false;
       try {
