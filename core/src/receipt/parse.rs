@@ -23,6 +23,13 @@ pub fn parse_receipt(text: &str, place: &str) -> Result<Receipt, CoreError> {
         )
         .with("where", place)
     };
+    // serde_json (built with `raw_value`) reads an object whose first key is its private token
+    // `$serde_json::private::RawValue` as raw JSON wherever a `Value` is read; the one-pass visitors read
+    // that key as a field. A text in which the key could be spelt (literally, or through `\u` escapes) is
+    // read the way it always was, so every receipt reads exactly as before.
+    if text.contains("RawValue") || text.contains("\\u") {
+        return parse_via_value(text, place);
+    }
     let read: ReadReceipt = serde_json::from_str(text).map_err(|e| corrupt(&format!("not valid JSON ({e})")))?;
     let Some(doc) = read.doc else { return Err(corrupt("not a JSON object")) };
     let version = doc.get("version").and_then(Value::as_f64).ok_or_else(|| corrupt("no numeric `version`"))?;
@@ -65,6 +72,65 @@ pub fn parse_receipt(text: &str, place: &str) -> Result<Receipt, CoreError> {
         Some((i, None)) => Err(corrupt(&format!("ledger entry {i} lacks a string adapter, key or createdBy"))),
         Some((i, Some(e))) => Err(corrupt(&format!("ledger entry {i}: {e}"))),
     }
+}
+
+/// The receipt read as a whole `Value`, then each entry's map: the parser before the one-pass read, and
+/// still the one for a text in which serde_json's private raw-value key could occur (see [`parse_receipt`]).
+fn parse_via_value(text: &str, place: &str) -> Result<Receipt, CoreError> {
+    let corrupt = |why: &str| {
+        CoreError::new(
+            ErrorCode::ReceiptCorrupt,
+            format!("The receipt at {place} cannot be read: {why}. baton keeps it as it is and will not overwrite it; repair or move it by hand."),
+        )
+        .with("where", place)
+    };
+    let value: Value = serde_json::from_str(text).map_err(|e| corrupt(&format!("not valid JSON ({e})")))?;
+    let Value::Object(mut doc) = value else { return Err(corrupt("not a JSON object")) };
+    let version = doc.get("version").and_then(Value::as_f64).ok_or_else(|| corrupt("no numeric `version`"))?;
+    if version > RECEIPT_VERSION as f64 {
+        let raw = doc.get("version").cloned().unwrap_or_default();
+        return Err(CoreError::new(
+            ErrorCode::ReceiptVersion,
+            format!(
+                "The receipt at {place} is version {raw}, written by a newer baton; this baton understands versions 1-2. It is kept as it is and nothing was written: upgrade baton to the version that wrote it."
+            ),
+        )
+        .with("where", place)
+        .with("version", raw));
+    }
+    if version.fract() != 0.0 || version < 1.0 {
+        return Err(corrupt(&format!("`version` {version} is not 1 or 2")));
+    }
+    if !doc.get("lines").is_some_and(Value::is_object) {
+        return Err(corrupt("no `lines` object"));
+    }
+    for key in ["scope", "environment"] {
+        if !doc.get(key).is_some_and(Value::is_string) {
+            return Err(corrupt(&format!("no string `{key}`")));
+        }
+    }
+    if version == 1.0 {
+        return Ok(migrate_v1(doc));
+    }
+    if !doc.get("history").is_some_and(Value::is_array) {
+        return Err(corrupt("no `history` array"));
+    }
+    if !doc.get("hashKey").is_some_and(Value::is_string) {
+        return Err(corrupt("no string `hashKey`"));
+    }
+    let Some(Value::Array(raw)) = doc.get_mut("ledger").map(std::mem::take) else {
+        return Err(corrupt("no `ledger` array"));
+    };
+    let mut ledger = Vec::with_capacity(raw.len());
+    for (i, entry) in raw.into_iter().enumerate() {
+        let ok = ["adapter", "key", "createdBy"].iter().all(|k| entry.get(k).is_some_and(Value::is_string));
+        if !ok {
+            return Err(corrupt(&format!("ledger entry {i} lacks a string adapter, key or createdBy")));
+        }
+        let Value::Object(map) = entry else { return Err(corrupt(&format!("ledger entry {i} is not an object"))) };
+        ledger.push(LedgerEntry::from_map(map).map_err(|e| corrupt(&format!("ledger entry {i}: {e}")))?);
+    }
+    Ok(Receipt { doc, ledger })
 }
 
 /// A receipt read in one pass: every field as a `Value` (errors as reading the whole text as a `Value`
@@ -276,65 +342,6 @@ mod tests {
         }
     }
 
-    /// The parser as it was before it read the ledger in one pass: the whole text as a `Value`, then each
-    /// entry's map.
-    fn parse_reference(text: &str, place: &str) -> Result<Receipt, CoreError> {
-        let corrupt = |why: &str| {
-            CoreError::new(
-                ErrorCode::ReceiptCorrupt,
-                format!("The receipt at {place} cannot be read: {why}. baton keeps it as it is and will not overwrite it; repair or move it by hand."),
-            )
-            .with("where", place)
-        };
-        let value: Value = serde_json::from_str(text).map_err(|e| corrupt(&format!("not valid JSON ({e})")))?;
-        let Value::Object(mut doc) = value else { return Err(corrupt("not a JSON object")) };
-        let version = doc.get("version").and_then(Value::as_f64).ok_or_else(|| corrupt("no numeric `version`"))?;
-        if version > RECEIPT_VERSION as f64 {
-            let raw = doc.get("version").cloned().unwrap_or_default();
-            return Err(CoreError::new(
-                ErrorCode::ReceiptVersion,
-                format!(
-                    "The receipt at {place} is version {raw}, written by a newer baton; this baton understands versions 1-2. It is kept as it is and nothing was written: upgrade baton to the version that wrote it."
-                ),
-            )
-            .with("where", place)
-            .with("version", raw));
-        }
-        if version.fract() != 0.0 || version < 1.0 {
-            return Err(corrupt(&format!("`version` {version} is not 1 or 2")));
-        }
-        if !doc.get("lines").is_some_and(Value::is_object) {
-            return Err(corrupt("no `lines` object"));
-        }
-        for key in ["scope", "environment"] {
-            if !doc.get(key).is_some_and(Value::is_string) {
-                return Err(corrupt(&format!("no string `{key}`")));
-            }
-        }
-        if version == 1.0 {
-            return Ok(migrate_v1(doc));
-        }
-        if !doc.get("history").is_some_and(Value::is_array) {
-            return Err(corrupt("no `history` array"));
-        }
-        if !doc.get("hashKey").is_some_and(Value::is_string) {
-            return Err(corrupt("no string `hashKey`"));
-        }
-        let Some(Value::Array(raw)) = doc.get_mut("ledger").map(std::mem::take) else {
-            return Err(corrupt("no `ledger` array"));
-        };
-        let mut ledger = Vec::with_capacity(raw.len());
-        for (i, entry) in raw.into_iter().enumerate() {
-            let ok = ["adapter", "key", "createdBy"].iter().all(|k| entry.get(k).is_some_and(Value::is_string));
-            if !ok {
-                return Err(corrupt(&format!("ledger entry {i} lacks a string adapter, key or createdBy")));
-            }
-            let Value::Object(map) = entry else { return Err(corrupt(&format!("ledger entry {i} is not an object"))) };
-            ledger.push(LedgerEntry::from_map(map).map_err(|e| corrupt(&format!("ledger entry {i}: {e}")))?);
-        }
-        Ok(Receipt { doc, ledger })
-    }
-
     #[test]
     fn the_one_pass_parser_reads_as_the_value_parser_did() {
         let e = r#"{"adapter":"a","key":"k","createdBy":"baton"}"#;
@@ -345,6 +352,7 @@ mod tests {
                 r#"[{e},{{"z":1,"adapter":"v","provider":{{"t":[1,{{"b":2,"a":1}}]}},"key":"k\u0041\n","id":"i","hash":"h","label":"l","createdBy":"intent","line":"x","parent":"p","inheritedFrom":"b","a":[1]}}]"#
             ),
             r#"[{"adapter":"a","key":"k","createdBy":"baton","label":null,"parent":null,"provider":null}]"#.to_owned(),
+            r#"[{"adapter":"a\"\\\n\t/\/","key":"k\r\b\f","createdBy":"baton","x":{"y\n":"z\""}}]"#.to_owned(),
             r#"[{"adapter":"a","key":"k","createdBy":"baton","adapter":"b","x":1,"x":2,"y":3}]"#.to_owned(),
             r#"[{"adapter":"a","key":"k","createdBy":"baton","adapter":1}]"#.to_owned(),
             r#"[{"adapter":1,"key":"k","createdBy":"baton","adapter":"a"}]"#.to_owned(),
@@ -396,12 +404,32 @@ mod tests {
             texts.push(other.to_owned());
         }
         for text in &texts {
-            let (new, old) = (parse_receipt(text, "p"), parse_reference(text, "p"));
+            let (new, old) = (parse_receipt(text, "p"), parse_via_value(text, "p"));
             assert_eq!(new, old, "{text}");
             if let Ok(r) = new {
                 assert_eq!(serde_json::to_string(&r).unwrap(), serde_json::to_string(&old.unwrap()).unwrap());
             }
         }
+    }
+
+    /// serde_json's private raw-value key (literal or spelt with `\u` escapes) reads as it always did:
+    /// first in an object it must hold a string of JSON, which is read in the object's place.
+    #[test]
+    fn serde_jsons_raw_value_key_reads_as_it_always_did() {
+        let body = r#""version":2,"runId":"run-1","environment":"e","scope":"s","lines":{},"ledger":[],"history":[],"hashKey":"""#;
+        let code = |text: &str| parse_receipt(text, "p").err().map(|e| e.code);
+        assert_eq!(code(&format!(r#"{{"$serde_json::private::RawValue":1,{body}}}"#)), Some(ErrorCode::ReceiptCorrupt));
+        assert_eq!(
+            code(&format!(r#"{{"\u0024serde_json::private::RawValue":1,{body}}}"#)),
+            Some(ErrorCode::ReceiptCorrupt)
+        );
+        let entry = r#"{"$serde_json::private::RawValue":1,"adapter":"a","key":"k","createdBy":"baton"}"#;
+        let with_entry = format!("{{{}}}", body.replace(r#""ledger":[]"#, &format!(r#""ledger":[{entry}]"#)));
+        assert_eq!(code(&with_entry), Some(ErrorCode::ReceiptCorrupt));
+        let inner = format!("{{{body}}}");
+        let wrapped = serde_json::json!({ "$serde_json::private::RawValue": inner }).to_string();
+        assert!(parse_receipt(&inner, "p").is_ok());
+        assert_eq!(parse_receipt(&wrapped, "p"), parse_receipt(&inner, "p"));
     }
 
     #[test]
