@@ -490,7 +490,8 @@ class GitStore extends CellStore {
         let answer;
         let refusal = null;
         try {
-          answer = decide({ env, scope, files }, Date.now());
+          // A copy: `files` is what the cache of the pushed tip is built from (a decide may change its cell).
+          answer = decide({ env, scope, files: { ...files } }, Date.now());
         } catch (e) {
           refusal = e;
         }
@@ -524,6 +525,8 @@ class GitStore extends CellStore {
           : call('git-push-outcome', { exitCode: push.code, stderr: push.stderr });
         lastDetail = detail;
         if (outcome === 'ok') {
+          // A few cells' files at most (a receipt may be large): a run works on its own cell and its predecessor's.
+          if (this.#pushed.size >= 4 && !this.#pushed.has(ref)) this.#pushed.clear();
           this.#pushed.set(ref, { tip: commit, files: filesAfter(files, changes, (this.#cellFiles ??= call('cell-files', {}))) });
           this.#tips.set(ref, commit);
           if (kept !== null) await this.#unkeep(kept);

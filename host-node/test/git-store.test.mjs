@@ -111,6 +111,22 @@ test('locks on a git remote: acquire, held, release, takeover of an expired lock
   await Promise.all([store.close(), other.close()]);
 });
 
+test('a transaction decides on the files it pushed, whatever a decide did to the cell it was given', async () => {
+  const { store, show } = fresh();
+  const cell = { env: 'preview', scope: 'pr-3' };
+  await store.acquireLock({ ...cell, holder: 'run-a', ttlMs: 60_000 });
+  // A decide that changes the snapshot it is handed (its own business) and writes a data file.
+  await store.transactWith(cell, (snapshot) => {
+    delete snapshot.files['lock.json'];
+    return { changes: [{ op: 'write', file: 'note.json', content: '{}' }] };
+  });
+  assert.equal(JSON.parse(show('preview/pr-3', 'preview/pr-3/lock.json')).holder, 'run-a', 'the commit kept the lock');
+  // The next transaction on this handle decides on the pushed tip without reading it back: run-a's lock.
+  const held = await rejection(store.acquireLock({ ...cell, holder: 'run-b', ttlMs: 60_000 }));
+  assert.equal(held.code, 'LOCK_HELD');
+  await store.close();
+});
+
 test('a ref deleted while its lock is held is a deleted lock: the holder gets LOCK_LOST and nothing is re-created', async () => {
   const { store, run, refs } = fresh();
   const cell = { env: 'preview', scope: 'pr-2' };

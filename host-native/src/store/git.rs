@@ -197,6 +197,9 @@ impl GitStore {
     }
 }
 
+/// How many cells' pushed files a store keeps (see [`Inner::remember_pushed`]).
+const PUSHED_CELLS: usize = 4;
+
 /// The time bounds of the operation in progress.
 struct Op {
     started: Instant,
@@ -351,6 +354,15 @@ impl Inner {
         Ok(tip)
     }
 
+    /// Remembers the state files of `reference` at `commit`, which this store just pushed. A store keeps a
+    /// few cells' files (a receipt may be large): a run works on its own cell and its predecessor's.
+    fn remember_pushed(&mut self, reference: &str, commit: &str, files: Map<String, Value>) {
+        if self.pushed.len() >= PUSHED_CELLS && !self.pushed.contains_key(reference) {
+            self.pushed.clear();
+        }
+        self.pushed.insert(reference.to_owned(), (commit.to_owned(), files));
+    }
+
     /// The texts of the blobs named `rev:path` (`None` for a missing one): one `git cat-file --batch`,
     /// parsed by the core (`git-cat-parse`).
     fn cat(
@@ -494,6 +506,8 @@ impl Inner {
                 let unpushed = self.unpushed.get_or_insert_with(unpushed_dir).clone();
                 *kept = Some(keep_locally(&unpushed, &cell.dir, latest["content"].as_str().unwrap_or_default())?);
             }
+            // Asked before the push: after a push that landed, nothing may fail it.
+            let names = core.cell_files()?;
             let remote = self.remote.clone();
             let commit = self.repo(core)?.commit(&built.fast_import);
             let commit = self.local(core, what, &cell.full, commit)?;
@@ -504,8 +518,7 @@ impl Inner {
                 core.git_push_outcome(ran.code, &ran.stderr)?
             };
             if outcome.outcome == ws::PushOutcome::Ok {
-                let after = files_after(before, &changes, &core.cell_files()?);
-                self.pushed.insert(cell.full.clone(), (commit.clone(), after));
+                self.remember_pushed(&cell.full, &commit, files_after(before, &changes, &names));
                 self.tips.insert(cell.full.clone(), Some(commit));
                 return Ok(answer);
             }
