@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The flags every command that works on a scope shares. Flags beat variables, variables beat defaults.
 #[derive(Args, Clone, Debug, Default)]
@@ -146,14 +146,19 @@ fn gh_pr_number() -> Option<u64> {
         let mut out = String::new();
         let _ = tx.send(std::io::Read::read_to_string(&mut stdout, &mut out).map(|_| out));
     });
-    let out = rx.recv_timeout(Duration::from_secs(5));
-    if out.is_err() {
-        let _ = child.kill();
-    }
-    let status = child.wait().ok()?;
-    let out = out.ok()?.ok()?;
-    if !status.success() {
-        return None;
-    }
-    out.trim().parse::<u64>().ok().filter(|n| *n > 0)
+    // One bound for the whole call: the answer, then the exit (a `gh` may close its output and linger).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let out = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok().and_then(Result::ok);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    out.filter(|_| status.is_some_and(|s| s.success()))?.trim().parse::<u64>().ok().filter(|n| *n > 0)
 }

@@ -81,7 +81,8 @@ fn scope_with_explicit_flags_spawns_no_process() {
 }
 
 /// On a branch from local git (no CI variables), `gh pr view` names the pull request: its number gives
-/// `pr-<n>`; a `gh` that fails (no pull request, not logged in) leaves the branch's scope.
+/// `pr-<n>`; a `gh` that fails (no pull request, not logged in), whatever it printed, leaves the branch's
+/// scope, and so does one that closes its output but does not exit, within the 5 s bound.
 #[test]
 fn scope_from_local_git_asks_gh_for_the_pull_request() {
     use std::os::unix::fs::PermissionsExt;
@@ -94,22 +95,22 @@ fn scope_from_local_git_asks_gh_for_the_pull_request() {
     };
     git(&["init", "-q", "-b", "feat/gh"]);
     git(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"]);
-    let bin = t.0.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    for (gh, scope) in [("echo 57", "pr-57"), ("exit 1", "branch-feat-gh")] {
-        std::fs::write(
-            bin.join("gh"),
-            format!(
-                "#!/bin/sh
-{gh}
-"
-            ),
-        )
-        .unwrap();
+    let cases = [
+        ("echo 57", "pr-57"),
+        ("echo 57; exit 1", "branch-feat-gh"),
+        ("echo 58; exec >&- 2>&-; sleep 60", "branch-feat-gh"),
+    ];
+    for (i, (gh, scope)) in cases.into_iter().enumerate() {
+        // A new file each time: rewriting a script while another test starts a process is "text file busy".
+        let bin = t.0.join(format!("bin-{i}"));
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("gh"), format!("#!/bin/sh\n{gh}\n")).unwrap();
         std::fs::set_permissions(bin.join("gh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        let started = std::time::Instant::now();
         let out = baton(&repo, &["scope"], &[("PATH", &path)]);
         assert_eq!(String::from_utf8_lossy(&out.stdout), format!("{scope}\n"), "gh: {gh}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "gh: {gh}: {:?}", started.elapsed());
     }
 }
 
