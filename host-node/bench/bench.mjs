@@ -17,7 +17,6 @@ import { join } from 'node:path';
 const require = createRequire(import.meta.url);
 const baton = require('../js/index.cjs');
 const { call } = require('../js/core.cjs');
-const wasm = require('../pkg/baton_node.js');
 const lockfile = require('proper-lockfile');
 
 function perCall(calls, f) {
@@ -83,7 +82,6 @@ function receipt(scope, n) {
     plan: { hash: '' }, ctx: null, lines: {}, ledger, history: [], hashKey: '' });
 }
 const ownership = {};
-const ownershipObjects = {};
 const ownershipViaText = {};
 for (const total of [25000, 50000, 100000]) {
   const per = total / 1000;
@@ -99,9 +97,8 @@ for (const total of [25000, 50000, 100000]) {
     'foreign map': ['ledger-check', { cell: own, nowMs: 0, resource: { adapter: 'vercel', key: 'pr-999/var-0', provider: { team: 'web' } }, others }],
   };
   for (const [name, [op, request]] of Object.entries(calls)) {
-    // Through the text export from a ready string (`ownership`, the figure bench_ownership compares),
-    // and the two ways the JS layer can call it: objects (`ownershipObjects`) and text with
-    // JSON.stringify/parse around it (`ownershipViaText`), same run (js/core.cjs TEXT_ANSWERS chooses).
+    // Through the text export from a ready string (`ownership`, the figure bench_ownership compares), and
+    // as the JS layer calls it, with JSON.stringify/parse around it (`ownershipViaText`), same run.
     const text = JSON.stringify(request);
     const median = (f) => {
       const samples = [];
@@ -113,11 +110,10 @@ for (const total of [25000, 50000, 100000]) {
       return samples.sort((a, b) => a - b)[2];
     };
     ownership[`${name}@${total}`] = median(() => baton.invoke(op, text));
-    ownershipObjects[`${name}@${total}`] = median(() => wasm.call(op, request));
     ownershipViaText[`${name}@${total}`] = median(() => viaText(op, request));
   }
 }
 console.log(JSON.stringify({
-  scopeForUs, acquireUs, scopeForTextUs, acquireTextUs, leaseCycleMs, storeCycleMs, properLockfileMs, ownership, ownershipObjects,
+  scopeForUs, acquireUs, scopeForTextUs, acquireTextUs, leaseCycleMs, storeCycleMs, properLockfileMs, ownership,
   ownershipViaText,
 }));

@@ -1,7 +1,8 @@
 //! wasm-bindgen bindings of the baton core for the npm package. Type conversions only: the JS layer
-//! (`host-node/js/`) calls [`call`] with an operation name and the request as a plain JS object and gets the
-//! answer as one (serde-wasm-bindgen), deciding with the same `baton_core::api` operations as the component
-//! and the native runner. [`invoke`] is the same on JSON text, for the package's raw `invoke` export.
+//! (`host-node/js/core.cjs`) calls [`invoke`] with an operation name and the request as JSON text and gets
+//! the answer as JSON text (V8's JSON beats building objects across the boundary), deciding with the same
+//! `baton_core::api` operations as the component and the native runner; the lease and run machines take
+//! and give plain objects (serde-wasm-bindgen).
 
 use wasm_bindgen::prelude::*;
 
@@ -14,25 +15,9 @@ pub fn invoke(op: &str, request: &str) -> Result<String, JsValue> {
     baton_core::api::invoke(op, request).map_err(core_error)
 }
 
-/// Runs one core operation on `request`, a plain JS object with the JSON spelling of the operation's
-/// request, and returns the answer as a plain JS object (what `JSON.parse` of [`invoke`]'s answer would
-/// give). The request is read as `JSON.stringify` would write it (a key set to `undefined` is absent, see
-/// [`request`]). Throws exactly as [`invoke`].
-#[wasm_bindgen]
-pub fn call(op: &str, request: JsValue) -> Result<JsValue, JsValue> {
-    let request = request::json_of(&request).map_err(|e| {
-        core_error(baton_core::CoreError::internal(format!("invalid request for `{op}`: {e}")).with("op", op))
-    })?;
-    let answer = baton_core::api::invoke(op, &request.to_string()).map_err(core_error)?;
-    // The core's own JSON text always parses.
-    let answer: serde_json::Value = serde_json::from_str(&answer)
-        .map_err(|e| core_error(baton_core::CoreError::internal(format!("an answer did not parse: {e}"))))?;
-    to_js(&answer)
-}
-
 /// The scope of a run on `branch` (`decisions.scope-for`): names in, the scope out, no object in between.
 /// `pr` is read as `JSON.stringify` writes it (a non-finite number is `null`); one that is not a whole
-/// number >= 0 throws `INTERNAL`, as `call('scope-for', ...)` does.
+/// number >= 0 throws `INTERNAL`, as `invoke('scope-for', ...)` does.
 #[wasm_bindgen(js_name = scopeFor)]
 pub fn scope_for(branch: &str, pr: Option<f64>, default_branch: Option<String>) -> Result<String, JsValue> {
     let pr = match pr.filter(|n| n.is_finite()) {

@@ -1,13 +1,12 @@
-// The core through plain objects (js/core.cjs `call`, the wasm `call` export): the request is read as
-// JSON.stringify would write it and the answer is what JSON.parse of the text answer gives, for the same
-// operations and the same refusals as the text export `invoke`.
+// The core through plain objects (js/core.cjs `call`): the request is read as JSON.stringify would write it
+// and the answer is what JSON.parse of the text answer gives, for the same operations and the same refusals
+// as the text export `invoke`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const { call, invoke } = require('../js/core.cjs');
-const wasm = require('../pkg/baton_node.js');
 const { BatonError } = require('../js/errors.cjs');
 
 const viaText = (op, request) => JSON.parse(invoke(op, JSON.stringify(request)));
@@ -23,24 +22,24 @@ test('objects: the answers equal the text answers, for the lock decisions and th
     ['error-codes', {}],
   ];
   for (const [op, request] of requests) {
-    assert.deepEqual(wasm.call(op, request), viaText(op, request), op);
+    assert.deepEqual(call(op, request), viaText(op, request), op);
   }
   // Fields the core does not know stay in the lock record, as on the text path.
-  assert.equal(wasm.call('lock-read', requests[2][1]).lock.note, 'kept');
+  assert.equal(call('lock-read', requests[2][1]).lock.note, 'kept');
 });
 
 test('objects: a key set to undefined is absent, NaN is null, toJSON is used, as in JSON.stringify', () => {
   // detect-context tells an absent override from null: undefined must read as absent.
   const vars = { BATON_CTX_BRANCH: 'dev', BATON_CTX_SHA: 's1', GITHUB_REF: 'refs/pull/9/merge' };
   const withUndefined = { vars, overrides: { branch: 'a', pr: undefined } };
-  assert.deepEqual(wasm.call('detect-context', withUndefined), viaText('detect-context', withUndefined));
+  assert.deepEqual(call('detect-context', withUndefined), viaText('detect-context', withUndefined));
   const withNull = { vars, overrides: { branch: 'a', pr: null } };
-  assert.deepEqual(wasm.call('detect-context', withNull), viaText('detect-context', withNull));
+  assert.deepEqual(call('detect-context', withNull), viaText('detect-context', withNull));
   assert.notDeepEqual(viaText('detect-context', withUndefined), viaText('detect-context', withNull));
   // A Date reads as its toJSON string (here: a branch name the core slugs), NaN as null.
   const date = new Date(Date.UTC(2026, 0, 2));
-  assert.deepEqual(wasm.call('scope-for', { branch: date }), viaText('scope-for', { branch: date }));
-  assert.deepEqual(wasm.call('scope-for', { branch: 'main', pr: Number.NaN }), viaText('scope-for', { branch: 'main', pr: null }));
+  assert.deepEqual(call('scope-for', { branch: date }), viaText('scope-for', { branch: date }));
+  assert.deepEqual(call('scope-for', { branch: 'main', pr: Number.NaN }), viaText('scope-for', { branch: 'main', pr: null }));
 });
 
 test('objects: refusals and bad requests throw BatonError with the code, as the text path does', () => {
