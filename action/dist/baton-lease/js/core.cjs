@@ -61,7 +61,8 @@ function errorCodes() {
  * @param {unknown} [cause]
  */
 function hostError(code, message, details = {}, cause = undefined) {
-  const hint = errorCodes().find((c) => c.code === code)?.hint ?? undefined;
+  codes ??= call('error-codes', {});
+  const hint = codes.find((c) => c.code === code)?.hint ?? undefined;
   return new BatonError(code, message, { hint, details, cause });
 }
 

@@ -8,10 +8,9 @@
 const fs = require('node:fs/promises');
 const fsSync = require('node:fs');
 const path = require('node:path');
-const { randomBytes } = require('node:crypto');
 const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
-const { takeMutex, releaseMutex, unlinkQuietly } = require('./mutex.cjs');
+const { takeMutex, releaseMutex, unlinkQuietly, randomHex } = require('./mutex.cjs');
 const { repoRoot, originUrl } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
 
@@ -84,18 +83,19 @@ function loadFiles(cellDir) {
 /**
  * Places the complete temp file `tmp` at `target` only if nothing is there (link(2); EEXIST otherwise);
  * where the file system has no hard links, with O_EXCL (`wx`) and `content`, as the original tool does.
+ * Synchronous but for the fsync, as every step of a transaction (see `loadFiles`).
  */
 async function createLinked(tmp, target, content) {
   try {
-    await fs.link(tmp, target);
+    fsSync.linkSync(tmp, target);
   } catch (e) {
     if (!['EPERM', 'ENOTSUP', 'EOPNOTSUPP'].includes(e.code)) throw e;
-    const fh = await fs.open(target, 'wx', 0o600);
+    const fd = fsSync.openSync(target, 'wx', 0o600);
     try {
-      await fh.writeFile(content, 'utf8');
-      await fh.sync();
+      fsSync.writeFileSync(fd, content, 'utf8');
+      await fsyncAsync(fd);
     } finally {
-      await fh.close();
+      fsSync.closeSync(fd);
     }
   }
 }
@@ -105,41 +105,68 @@ async function createLinked(tmp, target, content) {
  * of a file in `absent` (not in the snapshot) is created exclusively (`createLinked`): a file created
  * meanwhile (the original tool creates `lock.json` without the mutex) is never replaced; the answer is
  * then `false`, the changes before it committed (as a crash there would leave them), the rest not.
+ *
+ * Every write's temp file is written and fsynced before the first change is placed, the fsyncs side by
+ * side (an acquire writes `epoch.json` and `lock.json`: one wait off the event loop instead of two, and
+ * the file system may commit both in one journal flush). The changes are then placed strictly in order,
+ * each from a temp file already on disk, so every prefix a crash can leave is one the sequential order
+ * leaves too.
  * @returns {Promise<boolean>} whether every change was committed
  */
 async function applyChanges(cellDir, changes, absent = []) {
-  for (const change of changes) {
+  const steps = changes.map((change) => {
     if (typeof change.file !== 'string' || !/^[^/\\.][^/\\]*$/.test(change.file)) {
       throw new Error(`the core asked for a change outside the cell: ${JSON.stringify(change)}`);
     }
-    const target = path.join(cellDir, change.file);
-    if (change.op === 'write') {
-      const tmp = `${target}.${process.pid}.${randomBytes(8).toString('hex')}.tmp`;
+    if (change.op !== 'write' && change.op !== 'delete') throw new Error(`unknown change ${JSON.stringify(change)}`);
+    return { change, target: path.join(cellDir, change.file), tmp: null };
+  });
+  try {
+    // Owner only (0600), in owner-only directories (0700): receipts name what a scope owns.
+    const fds = [];
+    let failed = null;
+    try {
+      for (const step of steps) {
+        if (step.change.op !== 'write') continue;
+        step.tmp = `${step.target}.${process.pid}.${randomHex(8)}.tmp`;
+        const fd = fsSync.openSync(step.tmp, 'wx', 0o600);
+        fds.push(fd);
+        fsSync.writeFileSync(fd, step.change.content, 'utf8');
+      }
+    } catch (e) {
+      failed = e;
+    }
+    // Every fsync settles before its descriptor is closed, whichever fails.
+    const synced = await Promise.allSettled(failed ? [] : fds.map(fsyncAsync));
+    for (const fd of fds) fsSync.closeSync(fd);
+    if (failed) throw failed;
+    for (const s of synced) if (s.status === 'rejected') throw s.reason;
+    for (const step of steps) {
+      const { change, target, tmp } = step;
+      if (change.op === 'delete') {
+        try {
+          fsSync.unlinkSync(target);
+        } catch (e) {
+          if (e.code !== 'ENOENT') throw e;
+        }
+        continue;
+      }
       const exclusive = absent.includes(change.file);
       try {
-        // Owner only (0600), in owner-only directories (0700): receipts name what a scope owns.
-        const fd = fsSync.openSync(tmp, 'wx', 0o600);
-        try {
-          fsSync.writeFileSync(fd, change.content, 'utf8');
-          await fsyncAsync(fd);
-        } finally {
-          fsSync.closeSync(fd);
+        if (exclusive) {
+          await createLinked(tmp, target, change.content);
+        } else {
+          fsSync.renameSync(tmp, target);
+          step.tmp = null; // renamed away
         }
-        if (exclusive) await createLinked(tmp, target, change.content);
-        else fsSync.renameSync(tmp, target);
       } catch (e) {
         if (exclusive && e.code === 'EEXIST') return false;
         throw e;
-      } finally {
-        unlinkQuietly(tmp);
       }
-    } else if (change.op === 'delete') {
-      await fs.unlink(target).catch((e) => {
-        if (e.code !== 'ENOENT') throw e;
-      });
-    } else {
-      throw new Error(`unknown change ${JSON.stringify(change)}`);
     }
+  } finally {
+    // Temp files not renamed away: linked ones, those of changes not reached, any after a failure.
+    for (const step of steps) if (step.tmp !== null) unlinkQuietly(step.tmp);
   }
   if (changes.length > 0) {
     // Best effort, as in the native host: some file systems refuse to fsync a directory.

@@ -10,7 +10,8 @@
  *
  * The holder commits on the tip it pushed itself and fetches only when a push is refused, on the first use
  * of a cell, or when a decision on the remembered tip refused or changed nothing (it may be stale): a
- * renewal or a fenced write costs one push. Read-only operations and `list` always ask the remote. A ref
+ * renewal or a fenced write costs one push, decided on the files the store pushed there (no `cat-file`).
+ * Read-only operations and `list` always ask the remote. A ref
  * deleted while a run holds its lock is a deleted lock: the holder's next push is refused, the fresh fetch
  * shows an empty cell, and the core answers LOCK_LOST.
  *
@@ -122,6 +123,11 @@ function track(dir) {
   }
 }
 
+/** `text` inside the double quotes of a git config value or subsection name (`\\` and `"` escaped). */
+function configQuote(text) {
+  return text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
 /**
  * The `http.<url>.extraheader` settings of the repository at `cwd`, as git config text for the working
  * clone (empty when there are none, or no repository).
@@ -141,13 +147,26 @@ function inheritedAuthConfig(cwd) {
           const value = line.slice(space + 1);
           const m = /^http\.(.*)\.extraheader$/.exec(key);
           if (!m) continue;
-          const quote = (t) => t.replace(/\\/g, '\\\\').replace(/"/g, '\\"');
-          config += `[http "${quote(m[1])}"]\n\textraheader = "${quote(value)}"\n`;
+          config += `[http "${configQuote(m[1])}"]\n\textraheader = "${configQuote(value)}"\n`;
         }
         resolve(error && config === '' ? '' : config);
       },
     );
   });
+}
+
+/**
+ * The state files (`names`, the core's `cell-files`) of a cell whose files were `before`, after `changes` were
+ * committed: what a load of the new commit reads.
+ */
+function filesAfter(before, changes, names) {
+  const files = { ...before };
+  for (const c of changes) {
+    if (!names.includes(c.file)) continue;
+    if (c.op === 'write') files[c.file] = c.content;
+    else delete files[c.file];
+  }
+  return files;
 }
 
 /**
@@ -166,6 +185,11 @@ class GitStore extends CellStore {
   #cellFiles = null;
   /** The last known tip of each cell ref (null: known absent); a ref not in it is fetched first. */
   #tips = new Map();
+  /**
+   * The state files of each cell ref at the tip this store pushed itself (`{tip, files}`): a load of that tip
+   * reads them here instead of running `git cat-file` (a commit never changes, so they cannot be stale).
+   */
+  #pushed = new Map();
   /** The operation in progress: when it was asked for and when its git processes must have finished. */
   #op = { started: 0, end: Infinity };
 
@@ -255,14 +279,14 @@ class GitStore extends CellStore {
     track(dir);
     try {
       await fs.chmod(dir, 0o700);
-      let r = await this.#git(dir, ['init', '-q', '--bare', '.']);
+      // No template: a throwaway clone needs none of the sample hooks `init` would copy.
+      const r = await this.#git(dir, ['init', '-q', '--bare', '--template=', '.']);
       if (r.timedOut) throw this.#timedOut(false, 'the working clone', '');
       if (r.code !== 0) throw hostError('INTERNAL', `git init failed: ${lastLine(r.stderr)}`);
+      // The remote is `origin` in the clone's own config (off every command line), written with the
+      // inherited authentication as `git remote add` would write its URL, without a process of its own.
       const extra = await inheritedAuthConfig(this.#cwd);
-      if (extra !== '') await fs.appendFile(path.join(dir, 'config'), `\n${extra}`);
-      r = await this.#git(dir, ['remote', 'add', 'origin', this.#remote]);
-      if (r.timedOut) throw this.#timedOut(false, 'the working clone', '');
-      if (r.code !== 0) throw hostError('INTERNAL', `git remote add failed: ${lastLine(r.stderr)}`);
+      await fs.appendFile(path.join(dir, 'config'), `\n[remote "origin"]\n\turl = "${configQuote(this.#remote)}"\n${extra}`);
     } catch (e) {
       liveClones.delete(dir);
       await fs.rm(dir, { recursive: true, force: true }).catch(() => {});
@@ -353,7 +377,9 @@ class GitStore extends CellStore {
    * The cell's state files at `tip`; without a tip, those of the legacy branch (none unless the store shares
    * the original's prefix), whose files of the cell are then added to `seed` for the cell's first commit.
    */
-  async #load(clone, tip, dir, seed = []) {
+  async #load(clone, tip, dir, ref, seed = []) {
+    const mine = this.#pushed.get(ref);
+    if (tip !== null && mine !== undefined && mine.tip === tip) return { ...mine.files };
     const files = {};
     this.#cellFiles ??= call('cell-files', {});
     if (tip === null) {
@@ -460,11 +486,12 @@ class GitStore extends CellStore {
         const fresh = !this.#tips.has(ref);
         const tip = fresh ? await this.#fetch(clone, ref) : this.#tips.get(ref);
         const seed = [];
-        const files = await this.#load(clone, tip, dir, seed);
+        const files = await this.#load(clone, tip, dir, ref, seed);
         let answer;
         let refusal = null;
         try {
-          answer = decide({ env, scope, files }, Date.now());
+          // A copy: `files` is what the cache of the pushed tip is built from (a decide may change its cell).
+          answer = decide({ env, scope, files: { ...files } }, Date.now());
         } catch (e) {
           refusal = e;
         }
@@ -498,6 +525,9 @@ class GitStore extends CellStore {
           : call('git-push-outcome', { exitCode: push.code, stderr: push.stderr });
         lastDetail = detail;
         if (outcome === 'ok') {
+          // A few cells' files at most (a receipt may be large): a run works on its own cell and its predecessor's.
+          if (this.#pushed.size >= 4 && !this.#pushed.has(ref)) this.#pushed.clear();
+          this.#pushed.set(ref, { tip: commit, files: filesAfter(files, changes, (this.#cellFiles ??= call('cell-files', {}))) });
           this.#tips.set(ref, commit);
           if (kept !== null) await this.#unkeep(kept);
           return answer;
@@ -533,8 +563,9 @@ class GitStore extends CellStore {
   async #read({ env, scope }, decide) {
     const { dir, ref: cellRef } = call('cell-path', { env, scope });
     const clone = await this.#workdir();
-    const tip = await this.#fetch(clone, `refs/heads/${this.prefix}/${cellRef}`);
-    const answer = decide({ env, scope, files: await this.#load(clone, tip, dir) }, Date.now());
+    const ref = `refs/heads/${this.prefix}/${cellRef}`;
+    const tip = await this.#fetch(clone, ref);
+    const answer = decide({ env, scope, files: await this.#load(clone, tip, dir, ref) }, Date.now());
     if (Array.isArray(answer.changes) && answer.changes.length > 0) {
       throw hostError('INTERNAL', 'a read-only operation answered changes; use transact', {});
     }
@@ -665,6 +696,7 @@ class GitStore extends CellStore {
       const dir = this.#clone;
       this.#clone = null;
       this.#tips.clear();
+      this.#pushed.clear();
       if (dir === null) return;
       liveClones.delete(dir);
       await fs.rm(dir, { recursive: true, force: true });

@@ -378,9 +378,10 @@ class Lease {
   }
 
   /** The lease is over; an acquire still pending rejects with `acquireError` unless it was given up. */
-  #end(result, acquireError = hostError('INTERNAL', 'the lease ended before it was acquired')) {
+  #end(result, acquireError = undefined) {
     this.#phase = 'done';
-    this.#acquiring?.reject(this.#cancelled ?? acquireError);
+    // The error is built only for an acquire still pending (not on every release: an Error costs its stack).
+    this.#acquiring?.reject(this.#cancelled ?? acquireError ?? hostError('INTERNAL', 'the lease ended before it was acquired'));
     this.#acquiring = null;
     this.#released?.resolve(result);
   }

@@ -12,7 +12,7 @@ const fs = require('node:fs/promises');
 const { readFileSync, existsSync, writeFileSync, linkSync, unlinkSync } = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { randomBytes } = require('node:crypto');
+const { randomFillSync } = require('node:crypto');
 const { setTimeout: sleep } = require('node:timers/promises');
 const { call, hostError } = require('./core.cjs');
 
@@ -30,6 +30,30 @@ function readStat(pid) {
   } catch {
     return null;
   }
+}
+
+let ownStatText;
+/**
+ * The text of our own /proc/<pid>/stat (or null), read once: the core takes only the start time from it
+ * (field 22), which does not change while this process runs, and /proc is slow to read.
+ */
+function ownStat() {
+  if (ownStatText === undefined) ownStatText = readStat(process.pid);
+  return ownStatText;
+}
+
+/** Random bytes for tokens, drawn from the system's CSPRNG 4 KiB at a time; each byte is used once. */
+const pool = Buffer.alloc(4096);
+let poolAt = pool.length;
+
+/** `bytes` fresh random bytes as hex (a mutex token, a temp file's name). */
+function randomHex(bytes) {
+  if (poolAt + bytes > pool.length) {
+    randomFillSync(pool);
+    poolAt = 0;
+  }
+  poolAt += bytes;
+  return pool.toString('hex', poolAt - bytes, poolAt);
 }
 
 /**
@@ -147,8 +171,8 @@ async function refresh(handle) {
  */
 async function takeMutex(cellDir, { env, scope, waitMs = DEFAULT_WAIT_MS }) {
   const mutexPath = path.join(cellDir, MUTEX_FILE);
-  const token = randomBytes(8).toString('hex');
-  const own = call('mutex-content', { pid: process.pid, stat: readStat(process.pid), host: os.hostname(), token, nowMs: Date.now() });
+  const token = randomHex(8);
+  const own = call('mutex-content', { pid: process.pid, stat: ownStat(), host: os.hostname(), token, nowMs: Date.now() });
   const tmp = path.join(cellDir, `${MUTEX_FILE}.${process.pid}.${token}.tmp`);
   // The mutex's own steps are synchronous (link(2), unlink(2), small files: see `readOrNullSync`); only the
   // wait for a live owner yields.
@@ -196,4 +220,4 @@ async function releaseMutex(handle) {
   if (readOrNullSync(handle.path) === handle.content) unlinkSync(handle.path);
 }
 
-module.exports = { takeMutex, releaseMutex, procStart, unlinkQuietly, DEFAULT_WAIT_MS, MUTEX_FILE };
+module.exports = { takeMutex, releaseMutex, procStart, unlinkQuietly, randomHex, DEFAULT_WAIT_MS, MUTEX_FILE };

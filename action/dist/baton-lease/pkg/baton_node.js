@@ -415,26 +415,6 @@ if (Symbol.dispose) Run.prototype[Symbol.dispose] = Run.prototype.free;
 exports.Run = Run;
 
 /**
- * Runs one core operation on `request`, a plain JS object with the JSON spelling of the operation's
- * request, and returns the answer as a plain JS object (what `JSON.parse` of [`invoke`]'s answer would
- * give). The request is read as `JSON.stringify` would write it (a key set to `undefined` is absent, see
- * [`request`]). Throws exactly as [`invoke`].
- * @param {string} op
- * @param {any} request
- * @returns {any}
- */
-function call(op, request) {
-    const ptr0 = passStringToWasm0(op, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
-    const len0 = WASM_VECTOR_LEN;
-    const ret = wasm.call(ptr0, len0, request);
-    if (ret[2]) {
-        throw takeFromExternrefTable0(ret[1]);
-    }
-    return takeFromExternrefTable0(ret[0]);
-}
-exports.call = call;
-
-/**
  * Runs one core operation. On a refusal it throws an `Error` whose `code` is the stable error code and
  * whose `json` is the whole error object (`{"code","message","hint"?,...details}`) as JSON text.
  * @param {string} op
@@ -475,7 +455,7 @@ exports.invoke = invoke;
 /**
  * The scope of a run on `branch` (`decisions.scope-for`): names in, the scope out, no object in between.
  * `pr` is read as `JSON.stringify` writes it (a non-finite number is `null`); one that is not a whole
- * number >= 0 throws `INTERNAL`, as `call('scope-for', ...)` does.
+ * number >= 0 throws `INTERNAL`, as `invoke('scope-for', ...)` does.
  * @param {string} branch
  * @param {number | null} [pr]
  * @param {string | null} [default_branch]
