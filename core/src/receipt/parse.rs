@@ -16,13 +16,6 @@ use serde_json::{Map, Value, json};
 /// - a version above 2: `RECEIPT_VERSION`;
 /// - version 1: migrated (ledger built from the lines' resources, `hashKey` `""`).
 pub fn parse_receipt(text: &str, place: &str) -> Result<Receipt, CoreError> {
-    let corrupt = |why: &str| {
-        CoreError::new(
-            ErrorCode::ReceiptCorrupt,
-            format!("The receipt at {place} cannot be read: {why}. baton keeps it as it is and will not overwrite it; repair or move it by hand."),
-        )
-        .with("where", place)
-    };
     // serde_json (built with `raw_value`) reads an object whose first key is its private token
     // `$serde_json::private::RawValue` as raw JSON wherever a `Value` is read; the one-pass visitors read
     // that key as a field. A text in which the key could be spelt (literally, or through `\u` escapes) is
@@ -30,39 +23,11 @@ pub fn parse_receipt(text: &str, place: &str) -> Result<Receipt, CoreError> {
     if text.contains("RawValue") || text.contains("\\u") {
         return parse_via_value(text, place);
     }
+    let corrupt = |why: &str| corrupt(place, why);
     let read: ReadReceipt = serde_json::from_str(text).map_err(|e| corrupt(&format!("not valid JSON ({e})")))?;
     let Some(doc) = read.doc else { return Err(corrupt("not a JSON object")) };
-    let version = doc.get("version").and_then(Value::as_f64).ok_or_else(|| corrupt("no numeric `version`"))?;
-    if version > RECEIPT_VERSION as f64 {
-        let raw = doc.get("version").cloned().unwrap_or_default();
-        return Err(CoreError::new(
-            ErrorCode::ReceiptVersion,
-            format!(
-                "The receipt at {place} is version {raw}, written by a newer baton; this baton understands versions 1-2. It is kept as it is and nothing was written: upgrade baton to the version that wrote it."
-            ),
-        )
-        .with("where", place)
-        .with("version", raw));
-    }
-    if version.fract() != 0.0 || version < 1.0 {
-        return Err(corrupt(&format!("`version` {version} is not 1 or 2")));
-    }
-    if !doc.get("lines").is_some_and(Value::is_object) {
-        return Err(corrupt("no `lines` object"));
-    }
-    for key in ["scope", "environment"] {
-        if !doc.get(key).is_some_and(Value::is_string) {
-            return Err(corrupt(&format!("no string `{key}`")));
-        }
-    }
-    if version == 1.0 {
+    if check_fields(&doc, place)? == 1 {
         return Ok(migrate_v1(doc));
-    }
-    if !doc.get("history").is_some_and(Value::is_array) {
-        return Err(corrupt("no `history` array"));
-    }
-    if !doc.get("hashKey").is_some_and(Value::is_string) {
-        return Err(corrupt("no string `hashKey`"));
     }
     let Some(Ledger::Entries { entries: ledger, fault }) = read.ledger else {
         return Err(corrupt("no `ledger` array"));
@@ -77,15 +42,41 @@ pub fn parse_receipt(text: &str, place: &str) -> Result<Receipt, CoreError> {
 /// The receipt read as a whole `Value`, then each entry's map: the parser before the one-pass read, and
 /// still the one for a text in which serde_json's private raw-value key could occur (see [`parse_receipt`]).
 fn parse_via_value(text: &str, place: &str) -> Result<Receipt, CoreError> {
-    let corrupt = |why: &str| {
-        CoreError::new(
-            ErrorCode::ReceiptCorrupt,
-            format!("The receipt at {place} cannot be read: {why}. baton keeps it as it is and will not overwrite it; repair or move it by hand."),
-        )
-        .with("where", place)
-    };
+    let corrupt = |why: &str| corrupt(place, why);
     let value: Value = serde_json::from_str(text).map_err(|e| corrupt(&format!("not valid JSON ({e})")))?;
     let Value::Object(mut doc) = value else { return Err(corrupt("not a JSON object")) };
+    if check_fields(&doc, place)? == 1 {
+        return Ok(migrate_v1(doc));
+    }
+    let Some(Value::Array(raw)) = doc.get_mut("ledger").map(std::mem::take) else {
+        return Err(corrupt("no `ledger` array"));
+    };
+    let mut ledger = Vec::with_capacity(raw.len());
+    for (i, entry) in raw.into_iter().enumerate() {
+        let ok = ["adapter", "key", "createdBy"].iter().all(|k| entry.get(k).is_some_and(Value::is_string));
+        if !ok {
+            return Err(corrupt(&format!("ledger entry {i} lacks a string adapter, key or createdBy")));
+        }
+        let Value::Object(map) = entry else { return Err(corrupt(&format!("ledger entry {i} is not an object"))) };
+        ledger.push(LedgerEntry::from_map(map).map_err(|e| corrupt(&format!("ledger entry {i}: {e}")))?);
+    }
+    Ok(Receipt { doc, ledger })
+}
+
+/// `RECEIPT_CORRUPT` for the receipt at `place`, saying `why`.
+fn corrupt(place: &str, why: &str) -> CoreError {
+    CoreError::new(
+        ErrorCode::ReceiptCorrupt,
+        format!("The receipt at {place} cannot be read: {why}. baton keeps it as it is and will not overwrite it; repair or move it by hand."),
+    )
+    .with("where", place)
+}
+
+/// The checks of a receipt's fields but its ledger, in the order both parsers make them: its version (1 or
+/// 2), or the refusal (`RECEIPT_VERSION` for a newer one, else `RECEIPT_CORRUPT`). A version-1 receipt is
+/// checked only as far as its migration needs.
+fn check_fields(doc: &Map<String, Value>, place: &str) -> Result<u8, CoreError> {
+    let corrupt = |why: &str| corrupt(place, why);
     let version = doc.get("version").and_then(Value::as_f64).ok_or_else(|| corrupt("no numeric `version`"))?;
     if version > RECEIPT_VERSION as f64 {
         let raw = doc.get("version").cloned().unwrap_or_default();
@@ -110,7 +101,7 @@ fn parse_via_value(text: &str, place: &str) -> Result<Receipt, CoreError> {
         }
     }
     if version == 1.0 {
-        return Ok(migrate_v1(doc));
+        return Ok(1);
     }
     if !doc.get("history").is_some_and(Value::is_array) {
         return Err(corrupt("no `history` array"));
@@ -118,19 +109,7 @@ fn parse_via_value(text: &str, place: &str) -> Result<Receipt, CoreError> {
     if !doc.get("hashKey").is_some_and(Value::is_string) {
         return Err(corrupt("no string `hashKey`"));
     }
-    let Some(Value::Array(raw)) = doc.get_mut("ledger").map(std::mem::take) else {
-        return Err(corrupt("no `ledger` array"));
-    };
-    let mut ledger = Vec::with_capacity(raw.len());
-    for (i, entry) in raw.into_iter().enumerate() {
-        let ok = ["adapter", "key", "createdBy"].iter().all(|k| entry.get(k).is_some_and(Value::is_string));
-        if !ok {
-            return Err(corrupt(&format!("ledger entry {i} lacks a string adapter, key or createdBy")));
-        }
-        let Value::Object(map) = entry else { return Err(corrupt(&format!("ledger entry {i} is not an object"))) };
-        ledger.push(LedgerEntry::from_map(map).map_err(|e| corrupt(&format!("ledger entry {i}: {e}")))?);
-    }
-    Ok(Receipt { doc, ledger })
+    Ok(2)
 }
 
 /// A receipt read in one pass: every field as a `Value` (errors as reading the whole text as a `Value`
