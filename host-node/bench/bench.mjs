@@ -5,9 +5,6 @@
 //   scopeForTextUs, acquireTextUs  the same through the raw text export (`invoke`) with JSON.stringify and
 //                               JSON.parse around it (the JS layer's path before objects), same run
 //   leaseCycleMs                acquireLease + one fenced write + release on a dir store
-//   storeCycleMs                the same cycle as three store transactions (lock-acquire, fenced-write,
-//                               lock-release through `store.transact`), no lease machine: what
-//                               host-native/examples/bench.rs times natively (three DirStore::transact)
 //   properLockfileMs            proper-lockfile lock + unlock of one file (the baseline)
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,14 +52,6 @@ const leaseCycleMs = await perAsync(101, async (i) => {
   const lease = await baton.acquireLease(store, { env: 'preview', scope: `pr-${i % 50}`, ttlMs: 60000 });
   await lease.write('state.json', '{}');
   await lease.release();
-});
-// The native bench times the store's three transactions (no lease machine): the same, for like for like.
-const storeCycleMs = await perAsync(101, async (i) => {
-  const scope = `pr-${i % 50}`;
-  const holder = `run-${i}`;
-  const { lock } = await store.transact({ env: 'preview', scope }, 'lock-acquire', { holder, ttlMs: 60000 });
-  await store.transact({ env: 'preview', scope }, 'fenced-write', { holder, epoch: lock.epoch, file: 'state.json', content: '{}' });
-  await store.transact({ env: 'preview', scope }, 'lock-release', { holder, epoch: lock.epoch });
 });
 const file = join(dir, 'plf');
 writeFileSync(file, '');
@@ -114,6 +103,6 @@ for (const total of [25000, 50000, 100000]) {
   }
 }
 console.log(JSON.stringify({
-  scopeForUs, acquireUs, scopeForTextUs, acquireTextUs, leaseCycleMs, storeCycleMs, properLockfileMs, ownership,
+  scopeForUs, acquireUs, scopeForTextUs, acquireTextUs, leaseCycleMs, properLockfileMs, ownership,
   ownershipViaText,
 }));
