@@ -24,14 +24,14 @@ after(async () => {
   await etcd?.stop();
 });
 
-/** A directory with a `git` that logs its subcommand to `log` and runs the real one. */
+/** A directory with a `git` that logs its subcommand to `log`, every argument to `log.args`, and runs the real one. */
 function gitWrapper(log) {
   const dir = fresh('wrap');
   const wrapper = path.join(dir, 'git');
   // The subcommand is the first argument that is not an option (`-c k=v` takes the next one too).
   writeFileSync(
     wrapper,
-    `#!/bin/sh\nsub=""\nskip=0\nfor a in "$@"; do\n  if [ $skip = 1 ]; then skip=0; continue; fi\n  case "$a" in\n    -c|-C|--git-dir|--work-tree|--namespace) skip=1 ;;\n    -*) ;;\n    *) sub="$a"; break ;;\n  esac\ndone\necho "$sub" >> '${log}'\nexec '${realGit}' "$@"\n`,
+    `#!/bin/sh\nsub=""\nskip=0\nfor a in "$@"; do\n  if [ $skip = 1 ]; then skip=0; continue; fi\n  case "$a" in\n    -c|-C|--git-dir|--work-tree|--namespace) skip=1 ;;\n    -*) ;;\n    *) sub="$a"; break ;;\n  esac\ndone\necho "$sub" >> '${log}'\nprintf '%s\\n' "$@" >> '${log}.args'\nexec '${realGit}' "$@"\n`,
   );
   chmodSync(wrapper, 0o755);
   return dir;
@@ -73,6 +73,10 @@ for (const useNode of [false, true]) {
       assert.ok((c.fetch ?? 0) <= 1, `run ${i} of ${scope}: ${JSON.stringify(c)}`);
       // The scope's first run finds no ref (nothing to read); a later run reads what it fetched, once.
       assert.equal(c['cat-file'] ?? 0, i === 1 ? 1 : 0, `run ${i} of ${scope}: ${JSON.stringify(c)}`);
+      // The remote (a URL may carry credentials) is in the working clone's config, on no command line,
+      // where any user of the machine could read it.
+      const args = readFileSync(`${log}.args`, 'utf8');
+      assert.ok(args.includes('push') && !args.includes(repo.remote), `run ${i}: the remote is on a git command line:\n${args}`);
     }
     // The receipt is complete and the lock gone: the two pushes carried everything.
     const receipt = JSON.parse(repo.git(repo.dir, '--git-dir', repo.remote, 'show', 'refs/heads/baton-receipts/preview/pr-7:preview/pr-7/latest.json'));

@@ -252,7 +252,8 @@ impl Inner {
                 };
                 core.git_clone_name(&request)
             };
-            let created = Repo::create(&mut name, &repo::inherited_auth_config(), self.git_env.clone(), self.op.end);
+            let created =
+                Repo::create(&mut name, &remote, &repo::inherited_auth_config(), self.git_env.clone(), self.op.end);
             self.repo = Some(self.local(core, "the working clone", "", created)?);
         }
         Ok(self.repo.as_ref().expect("created above"))
@@ -337,11 +338,10 @@ impl Inner {
     /// Fetches the cell ref: its tip, or `None` when the remote has no such ref. Remembers the tip. A
     /// failed fetch is retried within the budget (the core's `git-retry`).
     fn fetch(&mut self, core: &mut CoreComponent, full: &str) -> Result<Option<String>, HostError> {
-        let remote = self.remote.clone();
         let mut attempts = 0;
         let tip = loop {
             attempts += 1;
-            let ran = self.repo(core)?.fetch(&remote, &[full.to_owned()])?;
+            let ran = self.repo(core)?.fetch(&[full.to_owned()])?;
             if ran.ok {
                 let head = self.repo(core)?.fetch_head();
                 break Some(head.ok_or_else(|| HostError::internal("git fetch left no FETCH_HEAD"))?);
@@ -446,11 +446,10 @@ impl Inner {
 
     /// Fetches the legacy branch (retried within the budget like every read): whether the remote has it.
     fn legacy_fetch(&mut self, core: &mut CoreComponent) -> Result<bool, HostError> {
-        let remote = self.remote.clone();
         let mut attempts = 0;
         loop {
             attempts += 1;
-            match legacy::fetch(self.repo(core)?, &remote)? {
+            match legacy::fetch(self.repo(core)?)? {
                 Ok(found) => return Ok(found),
                 Err(ran) => self.read_failed(core, "the legacy receipts branch", legacy::BRANCH, &ran, attempts)?,
             }
@@ -508,10 +507,9 @@ impl Inner {
             }
             // Asked before the push: after a push that landed, nothing may fail it.
             let names = core.cell_files()?;
-            let remote = self.remote.clone();
             let commit = self.repo(core)?.commit(&built.fast_import);
             let commit = self.local(core, what, &cell.full, commit)?;
-            let ran = self.repo(core)?.push(&remote, &commit, &cell.full, tip.as_deref())?;
+            let ran = self.repo(core)?.push(&commit, &cell.full, tip.as_deref())?;
             let outcome = if ran.timed_out {
                 ws::PushClassified { outcome: ws::PushOutcome::Timeout, detail: last_detail.clone() }
             } else {
@@ -574,11 +572,10 @@ impl Inner {
         let probe = core.list_cells(env, ws::Spelling::GitRef, &[])?;
         let env_seg = probe.segment;
         let base = format!("refs/heads/{}/{env_seg}/", self.prefix);
-        let remote = self.remote.clone();
         let (mut attempt, mut failures) = (0, 0);
         loop {
             attempt += 1;
-            let listed = match self.repo(core)?.ls_remote(&remote, &format!("{base}*"))? {
+            let listed = match self.repo(core)?.ls_remote(&format!("{base}*"))? {
                 Ok(refs) => refs,
                 Err(ran) => {
                     failures += 1;
@@ -600,7 +597,7 @@ impl Inner {
             }
             let specs: Vec<String> =
                 cells.iter().enumerate().map(|(i, (seg, _, _))| format!("+{base}{seg}:refs/baton-list/{i}")).collect();
-            let ran = if specs.is_empty() { None } else { Some(self.repo(core)?.fetch(&remote, &specs)?) };
+            let ran = if specs.is_empty() { None } else { Some(self.repo(core)?.fetch(&specs)?) };
             if let Some(ran) = ran.filter(|r| !r.ok) {
                 if !ran.timed_out && ran.stderr.contains("couldn't find remote ref") && attempt < 3 {
                     continue; // a ref deleted between ls-remote and fetch

@@ -16,8 +16,8 @@ const LOCAL: &str = "refs/baton-legacy";
 
 /// Fetches the legacy branch: `Ok(true)` when it exists (then at [`LOCAL`]), `Ok(false)` when the remote
 /// has none, or the failed run for the caller to classify.
-pub(super) fn fetch(repo: &Repo, remote: &str) -> Result<Result<bool, super::repo::Ran>, HostError> {
-    let ran = repo.fetch(remote, &[format!("+{BRANCH}:{LOCAL}")])?;
+pub(super) fn fetch(repo: &Repo) -> Result<Result<bool, super::repo::Ran>, HostError> {
+    let ran = repo.fetch(&[format!("+{BRANCH}:{LOCAL}")])?;
     if ran.ok {
         Ok(Ok(true))
     } else if ran.stderr.contains("couldn't find remote ref") {

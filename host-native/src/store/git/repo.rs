@@ -38,6 +38,14 @@ fn register(dir: &Path) {
     LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(dir.to_owned());
 }
 
+/// The name of the store's remote in the clone's config (see [`Repo::create`]).
+const ORIGIN: &str = "origin";
+
+/// `text` as the inside of a double-quoted git config value.
+fn config_quote(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
 /// What one `git` process did.
 pub(super) struct Ran {
     pub(super) ok: bool,
@@ -77,9 +85,13 @@ pub(super) struct Repo {
 
 impl Repo {
     /// Creates a fresh clone directory (mode 0700) under the temp dir, named `name(random)` (the core's
-    /// `git-clone-name`), and initialises it by `deadline`. `env` is the core's `git-env`.
+    /// `git-clone-name`), and initialises it by `deadline` with `remote` as its `origin` and `extra_config`
+    /// (git config text) in its own config file: the remote URL, which may carry credentials, is never on a
+    /// command line, where any user of the machine could read it (`ps`, `/proc/<pid>/cmdline`). `env` is
+    /// the core's `git-env`.
     pub(super) fn create(
         name: &mut dyn FnMut(&str) -> Result<String, HostError>,
+        remote: &str,
         extra_config: &str,
         env: GitEnv,
         deadline: Option<Instant>,
@@ -107,14 +119,11 @@ impl Repo {
         if !ran.ok {
             return Err(HostError::internal(format!("git init failed: {}", ran.stderr.trim())));
         }
-        if !extra_config.is_empty() {
-            let path = repo.dir.join("config");
-            let appended = std::fs::OpenOptions::new().append(true).open(&path).and_then(|mut f| {
-                f.write_all(b"\n")?;
-                f.write_all(extra_config.as_bytes())
-            });
-            appended.map_err(|e| HostError::io(format!("cannot write {}", path.display()), &e))?;
-        }
+        let path = repo.dir.join("config");
+        let config = format!("\n[remote \"{ORIGIN}\"]\n\turl = \"{}\"\n{extra_config}", config_quote(remote));
+        let appended =
+            std::fs::OpenOptions::new().append(true).open(&path).and_then(|mut f| f.write_all(config.as_bytes()));
+        appended.map_err(|e| HostError::io(format!("cannot write {}", path.display()), &e))?;
         Ok(repo)
     }
 
@@ -206,10 +215,10 @@ impl Repo {
         Ok(Ran { ok: status.success() && !timed_out, code: status.code().unwrap_or(-1), stdout, stderr, timed_out })
     }
 
-    /// `git fetch` of `refspecs` from `remote` (shallow). On success the first fetched commit is in
+    /// `git fetch` of `refspecs` from the remote (shallow). On success the first fetched commit is in
     /// `FETCH_HEAD`; see [`Self::fetch_head`].
-    pub(super) fn fetch(&self, remote: &str, refspecs: &[String]) -> Result<Ran, HostError> {
-        let mut args = vec!["fetch", "-q", "--no-tags", "--depth=1", remote];
+    pub(super) fn fetch(&self, refspecs: &[String]) -> Result<Ran, HostError> {
+        let mut args = vec!["fetch", "-q", "--no-tags", "--depth=1", ORIGIN];
         args.extend(refspecs.iter().map(String::as_str));
         self.run(&args, None)
     }
@@ -250,30 +259,20 @@ impl Repo {
         Ok(oid)
     }
 
-    /// Pushes `commit` to `reference` at `remote` only if the remote ref is still `expected` (absent for
+    /// Pushes `commit` to `reference` at the remote only if the remote ref is still `expected` (absent for
     /// `None`): the compare-and-swap. stdout and stderr are returned together for classification.
-    pub(super) fn push(
-        &self,
-        remote: &str,
-        commit: &str,
-        reference: &str,
-        expected: Option<&str>,
-    ) -> Result<Ran, HostError> {
+    pub(super) fn push(&self, commit: &str, reference: &str, expected: Option<&str>) -> Result<Ran, HostError> {
         let lease = format!("--force-with-lease={reference}:{}", expected.unwrap_or_default());
         let refspec = format!("{commit}:{reference}");
-        let mut ran = self.run(&["push", "-q", "--no-verify", &lease, remote, &refspec], None)?;
+        let mut ran = self.run(&["push", "-q", "--no-verify", &lease, ORIGIN, &refspec], None)?;
         let out = String::from_utf8_lossy(&ran.stdout).into_owned();
         ran.stderr = format!("{out}{}", ran.stderr);
         Ok(ran)
     }
 
-    /// `git ls-remote remote pattern`: `(oid, ref)` pairs, or the failed run.
-    pub(super) fn ls_remote(
-        &self,
-        remote: &str,
-        pattern: &str,
-    ) -> Result<Result<Vec<(String, String)>, Ran>, HostError> {
-        let ran = self.run(&["ls-remote", remote, pattern], None)?;
+    /// `git ls-remote <the remote> pattern`: `(oid, ref)` pairs, or the failed run.
+    pub(super) fn ls_remote(&self, pattern: &str) -> Result<Result<Vec<(String, String)>, Ran>, HostError> {
+        let ran = self.run(&["ls-remote", ORIGIN, pattern], None)?;
         if !ran.ok {
             return Ok(Err(ran));
         }
@@ -364,8 +363,7 @@ pub(super) fn inherited_auth_config() -> String {
     for line in text.lines() {
         let Some((key, value)) = line.split_once(' ') else { continue };
         let Some(url) = key.strip_prefix("http.").and_then(|k| k.strip_suffix(".extraheader")) else { continue };
-        let quote = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
-        config.push_str(&format!("[http \"{}\"]\n\textraheader = \"{}\"\n", quote(url), quote(value)));
+        config.push_str(&format!("[http \"{}\"]\n\textraheader = \"{}\"\n", config_quote(url), config_quote(value)));
     }
     config
 }
