@@ -98,14 +98,23 @@ pub fn lock_record(l: lock::LockRecord) -> t::LockRecord {
         acquired_at: l.acquired_at,
         expires_at: l.expires_at,
         epoch: l.epoch,
-        extra: Value::Object(l.extra).to_string(),
+        extra: extra_text(l.extra),
     }
 }
 
+/// The unknown fields of a lock as JSON object text (open schema: kept on rewrite); `{}` without
+/// serialising when there are none, as in nearly every lock.
+fn extra_text(extra: Map<String, Value>) -> String {
+    if extra.is_empty() { "{}".to_owned() } else { Value::Object(extra).to_string() }
+}
+
 pub fn lock_record_back(l: t::LockRecord) -> lock::LockRecord {
-    let extra = match serde_json::from_str::<Value>(&l.extra) {
-        Ok(Value::Object(obj)) => obj,
-        _ => Map::new(),
+    let extra = match l.extra.as_str() {
+        "" | "{}" => Map::new(),
+        text => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(obj)) => obj,
+            _ => Map::new(),
+        },
     };
     lock::LockRecord { holder: l.holder, acquired_at: l.acquired_at, expires_at: l.expires_at, epoch: l.epoch, extra }
 }

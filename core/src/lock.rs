@@ -227,6 +227,17 @@ fn held_error(cell: &Cell, lock: &LockRecord) -> CoreError {
 }
 
 /// A fresh lock for `holder` at `epoch`, with the changes that store it and the new highest epoch.
+/// The text of `epoch.json` recording `epoch`: what [`to_file_json`] makes of `{"epoch": epoch}`, written
+/// directly (every grant writes it).
+fn epoch_file(epoch: u64) -> String {
+    let mut digits = itoa::Buffer::new();
+    let mut text = String::with_capacity(32);
+    text.push_str("{\n  \"epoch\": ");
+    text.push_str(digits.format(epoch));
+    text.push_str("\n}\n");
+    text
+}
+
 fn grant(
     holder: &str,
     ttl_ms: u64,
@@ -243,7 +254,7 @@ fn grant(
         extra,
     };
     let changes = vec![
-        Change::Write { file: EPOCH_FILE.into(), content: to_file_json(&serde_json::json!({ "epoch": epoch })) },
+        Change::Write { file: EPOCH_FILE.into(), content: epoch_file(epoch) },
         Change::Write { file: LOCK_FILE.into(), content: to_file_json(&lock) },
     ];
     Ok((lock, changes))
@@ -387,6 +398,13 @@ pub fn fenced_write(cell: &Cell, holder: &str, epoch: u64, file: &str, content: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_epoch_file_is_what_to_file_json_writes() {
+        for epoch in [0, 1, 42, u64::MAX] {
+            assert_eq!(epoch_file(epoch), to_file_json(&serde_json::json!({ "epoch": epoch })));
+        }
+    }
 
     const T0: UnixMs = 1_791_633_600_000;
 

@@ -8,33 +8,38 @@
 /// scope names, parent-object cells, git clone folders, mutex break markers.
 pub fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(sha2::Sha256::digest(data))
 }
 
 /// The directory name of `name` in a dir store. Valid names map to themselves (the original layout),
 /// except the empty name, `.`, `..` and names starting with `.`, which are `=hex`-encoded.
 pub fn path_segment(name: &str) -> String {
-    if name.is_empty() || name.starts_with('.') || name.contains('/') || name.contains('\\') {
-        hex_segment(name)
-    } else {
-        name.to_owned()
-    }
+    if path_needs_hex(name) { hex_segment(name) } else { name.to_owned() }
+}
+
+fn path_needs_hex(name: &str) -> bool {
+    name.is_empty() || name.starts_with('.') || name.contains('/') || name.contains('\\')
 }
 
 /// The git ref segment of `name`: the original `refSeg` rule. Empty, leading or trailing `.`, a trailing
 /// `.lock` or any `..` are `=hex`-encoded; everything else maps to itself.
 pub fn ref_segment(name: &str) -> String {
-    if name.is_empty()
+    if ref_needs_hex(name) { hex_segment(name) } else { name.to_owned() }
+}
+
+fn ref_needs_hex(name: &str) -> bool {
+    name.is_empty()
         || name.starts_with('.')
         || name.ends_with('.')
         || name.ends_with(".lock")
         || name.contains("..")
         || !name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-    {
-        hex_segment(name)
-    } else {
-        name.to_owned()
-    }
+}
+
+/// The length in bytes of the longer of `name`'s [`path_segment`] and [`ref_segment`], without making
+/// either.
+pub fn longest_segment_len(name: &str) -> usize {
+    if path_needs_hex(name) || ref_needs_hex(name) { 1 + 2 * name.len() } else { name.len() }
 }
 
 /// Decodes a segment made by [`path_segment`] or [`ref_segment`]; `None` if it is not a valid encoding.
@@ -51,17 +56,23 @@ pub fn decode_segment(seg: &str) -> Option<String> {
 }
 
 fn hex_segment(name: &str) -> String {
-    let mut out = String::with_capacity(1 + name.len() * 2);
-    out.push('=');
-    for b in name.bytes() {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    format!("={}", hex::encode(name))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_longest_segment_len_is_that_of_the_segments() {
+        for name in
+            ["", ".", "..", "a", "pr-1", ".hidden", "x.lock", "a..b", "trail.", "a/b", "a\\b", "é", "branch-feat-x"]
+        {
+            let made = path_segment(name).len().max(ref_segment(name).len());
+            assert_eq!(longest_segment_len(name), made, "{name:?}");
+        }
+        assert_eq!(path_segment(".x"), "=2e78");
+    }
 
     #[test]
     fn sha256_hex_matches_the_fips_vectors() {

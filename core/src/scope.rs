@@ -21,7 +21,9 @@ pub fn scope_for(branch: &str, pr: Option<u64>, default_branch: Option<&str>) ->
     if branch == "main" || branch == "master" || default_branch.is_some_and(|d| d == branch) {
         return "main".to_owned();
     }
-    let scope = format!("branch-{}", safe_segment(branch));
+    let mut scope = String::with_capacity("branch-".len() + branch.len());
+    scope.push_str("branch-");
+    push_safe_segment(&mut scope, branch);
     if validate_name("scope", &scope).is_ok() { scope } else { long_scope(branch) }
 }
 
@@ -41,6 +43,12 @@ pub fn long_scope(branch: &str) -> String {
 /// Replaces every run of characters outside `[A-Za-z0-9._-]` with one `-`.
 pub fn safe_segment(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
+    push_safe_segment(&mut out, s);
+    out
+}
+
+/// Appends [`safe_segment`] of `s` to `out`.
+fn push_safe_segment(out: &mut String, s: &str) {
     let mut in_run = false;
     for c in s.chars() {
         if is_safe_char(c) {
@@ -51,7 +59,6 @@ pub fn safe_segment(s: &str) -> String {
             in_run = true;
         }
     }
-    out
 }
 
 fn is_safe_char(c: char) -> bool {
@@ -77,7 +84,7 @@ pub fn validate_name(what: &str, name: &str) -> Result<(), CoreError> {
     }
     // A name the store must hex-encode (a leading or trailing `.`, `..`, a trailing `.lock`) doubles: it must
     // still fit a file name and a ref component (255 bytes), or the store would fail with an I/O error.
-    let encoded = crate::names::path_segment(name).len().max(crate::names::ref_segment(name).len());
+    let encoded = crate::names::longest_segment_len(name);
     if encoded > MAX_SEGMENT_BYTES {
         return Err(CoreError::usage(format!(
             "{what} `{name}` is too long for the store once encoded ({encoded} bytes, at most {MAX_SEGMENT_BYTES}): a name that starts or ends with `.`, contains `..` or ends in `.lock` is stored hex-encoded, so it may have at most 127 characters. Nothing was read or written."

@@ -11,7 +11,11 @@
 /// Milliseconds since 1970-01-01T00:00:00Z (negative before).
 pub type UnixMs = i64;
 
-/// Formats `ms` as `YYYY-MM-DDTHH:MM:SS.sssZ`, the form `Date.prototype.toISOString` gives.
+/// Formats `ms` as `YYYY-MM-DDTHH:MM:SS.sssZ`, the form `Date.prototype.toISOString` gives (years outside
+/// 0-9999 as `+YYYYYY`/`-YYYYYY`).
+///
+/// Every lock grant and renewal writes two of these, so the digits are written straight into the string:
+/// `format!`'s machinery cost more than the rest of an acquire decision in WebAssembly.
 pub fn format_iso(ms: UnixMs) -> String {
     let days = ms.div_euclid(86_400_000);
     let in_day = ms.rem_euclid(86_400_000);
@@ -19,12 +23,29 @@ pub fn format_iso(ms: UnixMs) -> String {
     let (h, rest) = (in_day / 3_600_000, in_day % 3_600_000);
     let (min, rest) = (rest / 60_000, rest % 60_000);
     let (s, milli) = (rest / 1000, rest % 1000);
+    let mut out = String::with_capacity(27);
     if (0..=9999).contains(&y) {
-        format!("{y:04}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z")
+        push_padded(&mut out, y.unsigned_abs(), 4);
     } else {
-        let sign = if y < 0 { '-' } else { '+' };
-        format!("{sign}{:06}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z", y.abs())
+        out.push(if y < 0 { '-' } else { '+' });
+        push_padded(&mut out, y.unsigned_abs(), 6);
     }
+    for (sep, value, width) in [('-', m, 2), ('-', d, 2), ('T', h, 2), (':', min, 2), (':', s, 2), ('.', milli, 3)] {
+        out.push(sep);
+        push_padded(&mut out, value.unsigned_abs(), width);
+    }
+    out.push('Z');
+    out
+}
+
+/// Appends `n` in decimal, zero-padded to `width` digits (more digits when it needs them, as `{:0width$}`).
+fn push_padded(out: &mut String, n: u64, width: usize) {
+    let mut digits = itoa::Buffer::new();
+    let text = digits.format(n);
+    for _ in text.len()..width {
+        out.push('0');
+    }
+    out.push_str(text);
 }
 
 /// Formats a duration for people: `850ms`, `12s`, `14m 59s`, `2h 5m` (the form every host prints).
@@ -139,6 +160,34 @@ mod tests {
         assert_eq!(format_iso(1_791_633_600_123), "2026-10-10T12:00:00.123Z");
         assert_eq!(format_iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(format_iso(-1), "1969-12-31T23:59:59.999Z");
+        // Outside 0-9999, the expanded years of `toISOString`.
+        assert_eq!(format_iso(253_402_300_800_000), "+010000-01-01T00:00:00.000Z");
+        assert_eq!(format_iso(-62_167_219_200_001), "-000001-12-31T23:59:59.999Z");
+        assert_eq!(format_iso(-62_167_219_200_000), "0000-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn formats_as_the_format_macro_would_across_the_range() {
+        // The digits written by hand against `format!`'s padding, from far past to far future.
+        let by_format = |ms: UnixMs| {
+            let (y, m, d) = civil_from_days(ms.div_euclid(86_400_000));
+            let t = ms.rem_euclid(86_400_000);
+            let (h, min, s, milli) = (t / 3_600_000, t / 60_000 % 60, t / 1000 % 60, t % 1000);
+            let year = if (0..=9999).contains(&y) {
+                format!("{y:04}")
+            } else {
+                format!("{}{:06}", if y < 0 { '-' } else { '+' }, y.abs())
+            };
+            format!("{year}-{m:02}-{d:02}T{h:02}:{min:02}:{s:02}.{milli:03}Z")
+        };
+        let mut ms: UnixMs = -8_640_000_000_000_000;
+        while ms < 8_640_000_000_000_000 {
+            assert_eq!(format_iso(ms), by_format(ms), "{ms}");
+            ms += 7_777_777_777_777;
+        }
+        for ms in [i64::MIN / 2, i64::MAX / 2, -1, 0, 999, 1_000, 86_399_999] {
+            assert_eq!(format_iso(ms), by_format(ms), "{ms}");
+        }
     }
 
     #[test]
