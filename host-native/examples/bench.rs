@@ -175,6 +175,39 @@ fn main() {
         node["acquireUs"].as_f64().ok_or("not measured (run scripts/bench.sh)"),
     );
 
+    // What the boundaries cost with no decision behind them, in the same run: a component call that does
+    // nothing (`lease.is-finished`: a borrowed handle in, a bool out, no string either way), and in Node the
+    // JSON text of the acquire's request and answer made and read with no wasm call at all. A decision can
+    // only be within 1.3x (2x) of native if its native cost is over 3.3x (1x) the floor.
+    let lease = core
+        .lease_create(&baton_native::engine::wit::leases::LeaseConfig {
+            env: "preview".into(),
+            scope: "pr-1".into(),
+            holder: "run-1".into(),
+            label: None,
+            ttl_ms: None,
+            margin_ms: None,
+            renew_every_ms: None,
+            wait: false,
+            wait_timeout_ms: None,
+            poll_ms: None,
+            unique_holder: false,
+            store_budget_ms: None,
+        })
+        .expect("a lease machine");
+    let floor = per_call(7, CALLS, || {
+        std::hint::black_box(core.lease_is_finished(&lease).expect("calls"));
+    });
+    core.lease_drop(lease).expect("drops");
+    print!(
+        "  boundary floor     component call that does nothing {floor:>6.2} us ({:.2}x the native acquire)",
+        floor / native
+    );
+    match node["objectsFloorUs"].as_f64() {
+        Some(n) => println!("   node: the acquire's JSON request and answer, no wasm {n:>6.2} us ({:.2}x)", n / native),
+        None => println!(),
+    }
+
     let baton = std::env::var("BATON_BIN").unwrap_or_else(|_| "target/release/baton".into());
     let tmp = std::env::temp_dir().join(format!("baton-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");

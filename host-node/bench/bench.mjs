@@ -4,6 +4,8 @@
 //                               acquire through `call` (plain objects in and out)
 //   scopeForTextUs, acquireTextUs  the same through the raw text export (`invoke`) with JSON.stringify and
 //                               JSON.parse around it (the JS layer's path before objects), same run
+//   objectsFloorUs              JSON.stringify of the acquire's request and JSON.parse of its answer's text,
+//                               with no wasm call: what carrying those objects across costs at the least
 //   leaseCycleMs                acquireLease + one fenced write + release on a dir store
 //   properLockfileMs            proper-lockfile lock + unlock of one file (the baseline)
 import { createRequire } from 'node:module';
@@ -45,6 +47,8 @@ const scopeForUs = perCall(20000, () => baton.scopeFor(scopeReq.branch, scopeReq
 const acquireUs = perCall(20000, () => call('lock-acquire', acquireReq));
 const scopeForTextUs = perCall(20000, () => viaText('scope-for', scopeReq));
 const acquireTextUs = perCall(20000, () => viaText('lock-acquire', acquireReq));
+const answerText = baton.invoke('lock-acquire', JSON.stringify(acquireReq));
+const objectsFloorUs = perCall(20000, () => JSON.stringify(acquireReq).length + JSON.parse(answerText).lock.epoch);
 
 const dir = mkdtempSync(join(tmpdir(), 'baton-bench-node-'));
 const store = baton.openStore(`dir:${join(dir, 'store')}`);
@@ -103,6 +107,6 @@ for (const total of [25000, 50000, 100000]) {
   }
 }
 console.log(JSON.stringify({
-  scopeForUs, acquireUs, scopeForTextUs, acquireTextUs, leaseCycleMs, properLockfileMs, ownership,
+  scopeForUs, acquireUs, scopeForTextUs, acquireTextUs, objectsFloorUs, leaseCycleMs, properLockfileMs, ownership,
   ownershipViaText,
 }));
