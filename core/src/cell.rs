@@ -96,22 +96,33 @@ pub fn to_file_json<T: Serialize>(value: &T) -> String {
 /// differ in nothing else), much faster than serialising the value again (a receipt may hold 100,000
 /// ledger entries).
 pub fn compact_json(pretty: &str) -> String {
-    let mut out = Vec::with_capacity(pretty.len());
-    let (mut in_string, mut escaped) = (false, false);
-    for &b in pretty.as_bytes() {
-        if in_string {
-            out.push(b);
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
+    let bytes = pretty.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    // Between strings, keep everything but the whitespace; a string is copied whole, found by its closing
+    // quote (memchr: most of a receipt's bytes are inside strings).
+    while at < bytes.len() {
+        let Some(quote) = memchr::memchr(b'"', &bytes[at..]).map(|q| at + q) else {
+            out.extend(bytes[at..].iter().filter(|b| !matches!(b, b' ' | b'\n')));
+            break;
+        };
+        out.extend(bytes[at..quote].iter().filter(|b| !matches!(b, b' ' | b'\n')));
+        let mut end = quote + 1;
+        loop {
+            let Some(found) = memchr::memchr2(b'"', b'\\', bytes.get(end..).unwrap_or_default()) else {
+                end = bytes.len(); // not closed (never so in serde_json's output): the rest is the string
+                break;
+            };
+            end += found;
+            if bytes[end] == b'"' {
+                end += 1;
+                break;
             }
-        } else if !matches!(b, b' ' | b'\n') {
-            in_string = b == b'"';
-            out.push(b);
+            end += 2; // a backslash and the character it escapes
         }
+        let end = end.min(bytes.len());
+        out.extend_from_slice(&bytes[quote..end]);
+        at = end;
     }
     // Only ASCII whitespace was left out: still UTF-8.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
@@ -155,5 +166,9 @@ mod tests {
             assert_eq!(compact_json(&to_file_json(&v)), serde_json::to_string(&v).unwrap(), "{v}");
             assert_eq!(compact_json(&serde_json::to_string_pretty(&v).unwrap()), serde_json::to_string(&v).unwrap());
         }
+        // Not JSON at all (never so here): whatever it is, no panic, and a string left open is kept whole.
+        assert_eq!(compact_json("[ \"a b"), "[\"a b");
+        assert_eq!(compact_json("[ \"a \\"), "[\"a \\");
+        assert_eq!(compact_json("\"\\\" x\" , 1"), "\"\\\" x\",1");
     }
 }

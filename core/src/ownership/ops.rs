@@ -113,9 +113,10 @@ impl RunContext {
 pub struct Written {
     /// The changes to commit.
     pub changes: Vec<Change>,
-    /// The receipt as it will be stored (`null` when nothing is written), as JSON text written once from
-    /// the parsed receipt.
-    pub receipt: Box<serde_json::value::RawValue>,
+    /// The receipt as it will be stored (`null` when nothing is written), as compact JSON text written once
+    /// from the parsed receipt (by serde_json, so it is not parsed again to check it).
+    #[serde(serialize_with = "raw_json")]
+    pub receipt: String,
     /// What to tell people.
     pub warnings: Vec<String>,
     /// Operation-specific facts.
@@ -132,9 +133,14 @@ fn written(receipt: &Receipt, warnings: Vec<String>, facts: Map<String, Value>) 
         Change::Delete { .. } => None,
     });
     let text = stored.map_or_else(|| serde_json::to_string(receipt).unwrap_or_default(), crate::cell::compact_json);
-    let receipt_json =
-        serde_json::value::RawValue::from_string(text).map_err(|e| CoreError::internal(e.to_string()))?;
-    Ok(Written { changes, receipt: receipt_json, warnings, facts })
+    Ok(Written { changes, receipt: text, warnings, facts })
+}
+
+/// Serialises JSON text as the value it is (the derived `Serialize` of [`Written`]; its own answers are
+/// written by [`Written::to_json_text`]).
+fn raw_json<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+    use serde::Serialize;
+    serde_json::value::RawValue::from_string(text.to_owned()).map_err(serde::ser::Error::custom)?.serialize(s)
 }
 
 impl Written {
@@ -144,9 +150,10 @@ impl Written {
     pub fn to_json_text(&self) -> String {
         let contents: usize =
             self.changes.iter().map(|c| if let Change::Write { content, .. } = c { content.len() } else { 0 }).sum();
-        let mut out: Vec<u8> = Vec::with_capacity(contents + contents / 4 + self.receipt.get().len() + 256);
+        let mut out: Vec<u8> = Vec::with_capacity(contents + contents / 4 + self.receipt.len() + 256);
         out.extend_from_slice(b"{\"changes\":[");
-        let mut escaped: Option<(&str, Vec<u8>)> = None;
+        // The last content escaped, and where in `out` its JSON string is.
+        let mut escaped: Option<(&str, std::ops::Range<usize>)> = None;
         for (i, change) in self.changes.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
@@ -157,12 +164,11 @@ impl Written {
                     push_json_string(&mut out, file);
                     out.extend_from_slice(b",\"content\":");
                     match &escaped {
-                        Some((text, json)) if *text == content.as_str() => out.extend_from_slice(json),
+                        Some((text, json)) if *text == content.as_str() => out.extend_from_within(json.clone()),
                         _ => {
-                            let mut json = Vec::with_capacity(content.len() + content.len() / 4 + 2);
-                            push_json_string(&mut json, content);
-                            out.extend_from_slice(&json);
-                            escaped = Some((content, json));
+                            let start = out.len();
+                            push_json_string(&mut out, content);
+                            escaped = Some((content, start..out.len()));
                         }
                     }
                     out.push(b'}');
@@ -175,7 +181,7 @@ impl Written {
             }
         }
         out.extend_from_slice(b"],\"receipt\":");
-        out.extend_from_slice(self.receipt.get().as_bytes());
+        out.extend_from_slice(self.receipt.as_bytes());
         out.extend_from_slice(b",\"warnings\":[");
         for (i, w) in self.warnings.iter().enumerate() {
             if i > 0 {
@@ -202,7 +208,7 @@ impl Written {
 
     /// The receipt as a JSON value (`null` when nothing is written).
     pub fn receipt_value(&self) -> Value {
-        serde_json::from_str(self.receipt.get()).unwrap_or(Value::Null)
+        serde_json::from_str(&self.receipt).unwrap_or(Value::Null)
     }
 }
 
@@ -599,9 +605,7 @@ impl EntryOrIdentity {
 fn written_nothing(fact: &str) -> Result<Written, CoreError> {
     let mut facts = Map::new();
     facts.insert(fact.into(), json!(0));
-    let receipt =
-        serde_json::value::RawValue::from_string("null".to_owned()).map_err(|e| CoreError::internal(e.to_string()))?;
-    Ok(Written { changes: Vec::new(), receipt, warnings: Vec::new(), facts })
+    Ok(Written { changes: Vec::new(), receipt: "null".to_owned(), warnings: Vec::new(), facts })
 }
 
 /// `destroy-plan`: what a destroy run deletes: owned entries and intents, newest first (intents are marked;
@@ -725,7 +729,7 @@ mod tests {
     #[test]
     fn the_answer_text_is_what_serde_json_writes() {
         let odd = "q\"b\\s\u{1}\u{8}\u{c}\n\r\t\u{1f}\u{7f} é 𝄞 end";
-        let receipt = |t: &str| serde_json::value::RawValue::from_string(t.to_owned()).unwrap();
+        let receipt = |t: &str| t.to_owned();
         let mut facts = Map::new();
         facts.insert("moved".into(), json!(2));
         facts.insert(odd.into(), json!([{ "a": odd, "b": null, "c": 1.5 }]));
