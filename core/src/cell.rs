@@ -58,6 +58,20 @@ impl Cell {
         }
     }
 
+    /// [`Self::apply`], moving the contents in instead of copying them.
+    pub fn apply_owned(&mut self, changes: Vec<Change>) {
+        for change in changes {
+            match change {
+                Change::Write { file, content } => {
+                    self.files.insert(file, content);
+                }
+                Change::Delete { file } => {
+                    self.files.remove(&file);
+                }
+            }
+        }
+    }
+
     /// The content of `file`, if it exists.
     pub fn file(&self, file: &str) -> Option<&str> {
         self.files.get(file).map(String::as_str)

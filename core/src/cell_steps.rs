@@ -12,7 +12,8 @@ use crate::cell::{Cell, Change};
 use crate::error::CoreError;
 use crate::time::UnixMs;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 
 /// The operations a batch may contain: the cell transactions of a run and its handover.
 pub const STEP_OPS: [&str; 6] = ["lock-acquire", "lock-release", "run-begin", "run-finish", "destroy-plan", "handover"];
@@ -31,6 +32,90 @@ pub struct CellStep {
     pub from_grant: bool,
 }
 
+/// The JSON text of a cell operation's request: `request` with `cell` and `nowMs` set (any it has are left
+/// out), written straight from the borrowed parts (a receipt's cell, or a handover's ledger, may be tens of
+/// megabytes: nothing is copied into a new value first). `INTERNAL` if `request` is not an object.
+pub fn request_text(request: &Value, cell: &Cell, now_ms: UnixMs) -> Result<String, CoreError> {
+    struct WithCell<'a> {
+        request: &'a Map<String, Value>,
+        cell: &'a Cell,
+        now_ms: UnixMs,
+    }
+    impl Serialize for WithCell<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap;
+            let mut map = s.serialize_map(None)?;
+            for (k, v) in self.request.iter().filter(|(k, _)| *k != "cell" && *k != "nowMs") {
+                map.serialize_entry(k, v)?;
+            }
+            map.serialize_entry("cell", self.cell)?;
+            map.serialize_entry("nowMs", &self.now_ms)?;
+            map.end()
+        }
+    }
+    let Value::Object(request) = request else {
+        return Err(CoreError::internal("a cell operation's request that is not an object"));
+    };
+    serde_json::to_string(&WithCell { request, cell, now_ms }).map_err(|e| CoreError::internal(e.to_string()))
+}
+
+/// A JSON object whose values stay JSON text, keys in order: a step's answer, carried without building
+/// its receipt (up to 100,000 ledger entries) into a tree.
+#[derive(Debug, Default)]
+pub struct RawObject(Vec<(String, Box<RawValue>)>);
+
+impl RawObject {
+    /// Takes the value of `key` out.
+    fn remove(&mut self, key: &str) -> Option<Box<RawValue>> {
+        let at = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(at).1)
+    }
+
+    fn get(&self, key: &str) -> Option<&RawValue> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| &**v)
+    }
+}
+
+impl Serialize for RawObject {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for RawObject {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawObject;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<RawObject, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = m.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(RawObject(entries))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// The answer of `cell-steps`.
+#[derive(Debug, Serialize)]
+pub struct StepsAnswer {
+    /// The one change set of the batch.
+    pub changes: Vec<Change>,
+    /// Each step's answer without its `changes`.
+    pub answers: Vec<RawObject>,
+}
+
 /// `cell-steps`: `{cell, nowMs, steps: [CellStep]}`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -46,7 +131,10 @@ pub struct StepsRequest {
 ///
 /// `invoke` decides one step (`crate::api::invoke`, passed in so this module does not depend on the one that
 /// dispatches to it).
-pub fn run(req: StepsRequest, invoke: impl Fn(&str, &str) -> Result<String, CoreError>) -> Result<Value, CoreError> {
+pub fn run(
+    req: StepsRequest,
+    invoke: impl Fn(&str, &str) -> Result<String, CoreError>,
+) -> Result<StepsAnswer, CoreError> {
     if req.steps.is_empty() {
         return Err(CoreError::internal("cell-steps needs at least one step"));
     }
@@ -76,14 +164,14 @@ pub fn run(req: StepsRequest, invoke: impl Fn(&str, &str) -> Result<String, Core
                 request.insert("lockPreempted".into(), preempted.clone());
             }
         }
-        request.insert("cell".into(), serde_json::to_value(&cell).unwrap_or(Value::Null));
-        request.insert("nowMs".into(), json!(req.now_ms));
-        let text = invoke(&step.op, &Value::Object(request).to_string())?;
-        let mut answer: Map<String, Value> = serde_json::from_str(&text)
-            .map_err(|e| CoreError::internal(format!("step `{}` answered invalid JSON: {e}", step.op)))?;
+        let request = Value::Object(request);
+        let text = invoke(&step.op, &request_text(&request, &cell, req.now_ms)?)?;
+        let invalid = |what: &str, e: serde_json::Error| {
+            CoreError::internal(format!("step `{}` answered invalid {what}: {e}", step.op))
+        };
+        let mut answer: RawObject = serde_json::from_str(&text).map_err(|e| invalid("JSON", e))?;
         let changes: Vec<Change> = match answer.remove("changes") {
-            Some(c) => serde_json::from_value(c)
-                .map_err(|e| CoreError::internal(format!("step `{}` answered invalid changes: {e}", step.op)))?,
+            Some(c) => serde_json::from_str(c.get()).map_err(|e| invalid("changes", e))?,
             None => Vec::new(),
         };
         for change in &changes {
@@ -93,13 +181,16 @@ pub fn run(req: StepsRequest, invoke: impl Fn(&str, &str) -> Result<String, Core
             touched.retain(|f| f != file);
             touched.push(file.clone());
         }
-        cell.apply(&changes);
+        cell.apply_owned(changes);
         if step.op == "lock-acquire" {
-            let epoch = answer.get("lock").and_then(|l| l.get("epoch")).cloned().unwrap_or(Value::Null);
-            let preempted = answer.get("preempted").and_then(|p| p.get("holder")).cloned().unwrap_or(Value::Null);
+            let field = |key: &str| -> Value {
+                answer.get(key).and_then(|raw| serde_json::from_str(raw.get()).ok()).unwrap_or(Value::Null)
+            };
+            let epoch = field("lock").get("epoch").cloned().unwrap_or(Value::Null);
+            let preempted = field("preempted").get("holder").cloned().unwrap_or(Value::Null);
             grant = Some((epoch, preempted));
         }
-        answers.push(Value::Object(answer));
+        answers.push(answer);
     }
     let changes: Vec<Change> = touched
         .into_iter()
@@ -109,18 +200,41 @@ pub fn run(req: StepsRequest, invoke: impl Fn(&str, &str) -> Result<String, Core
             _ => None,
         })
         .collect();
-    Ok(json!({ "changes": changes, "answers": answers }))
+    Ok(StepsAnswer { changes, answers })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_request_text_sets_cell_and_now_once_and_keeps_the_rest() {
+        let request = json!({ "holder": "run-1", "cell": "stale", "epoch": 3, "nowMs": 1 });
+        let text = request_text(&request, &cell(), NOW).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                r#"{{"holder":"run-1","epoch":3,"cell":{},"nowMs":{NOW}}}"#,
+                serde_json::to_string(&cell()).unwrap()
+            )
+        );
+        assert_eq!(request_text(&json!([1]), &cell(), NOW).unwrap_err().code, crate::error::ErrorCode::Internal);
+    }
+
+    #[test]
+    fn a_raw_object_keeps_its_keys_in_order_and_its_values_as_written() {
+        let text = r#"{"z":{"b":1,"a":[1,2.50]},"a":"x","m":null}"#;
+        let raw: RawObject = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_string(&raw).unwrap(), text);
+        assert!(serde_json::from_str::<RawObject>("[1]").is_err());
+    }
 
     const NOW: UnixMs = 1_791_633_600_000;
 
     fn steps(cell: &Cell, steps: Value) -> Result<Value, CoreError> {
         let req = json!({ "cell": cell, "nowMs": NOW, "steps": steps });
-        run(serde_json::from_value(req).unwrap(), crate::api::invoke)
+        run(serde_json::from_value(req).unwrap(), crate::api::invoke).map(|a| serde_json::to_value(a).unwrap())
     }
 
     fn cell() -> Cell {

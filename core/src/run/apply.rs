@@ -9,7 +9,7 @@ use crate::cell::{Cell, Change};
 use crate::error::CoreError;
 use crate::lease::{Mono, StoreResult};
 use crate::time::UnixMs;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 impl RunMachine {
     /// The next action, for hosts on the typed loop ([`Self::apply`]): like [`Self::poll_action`], but the
@@ -63,14 +63,12 @@ impl RunMachine {
                 cell.env, cell.scope, flight.cell.env, flight.cell.scope
             )));
         }
-        let mut request = flight.request.clone();
-        request["cell"] = serde_json::to_value(cell).map_err(|e| CoreError::internal(e.to_string()))?;
-        request["nowMs"] = json!(now_ms);
-        let text = decide(flight.op, &request.to_string())?;
-        let answer: Value = serde_json::from_str(&text)
+        let text = decide(flight.op, &crate::cell_steps::request_text(&flight.request, cell, now_ms)?)?;
+        let mut answer: Value = serde_json::from_str(&text)
             .map_err(|e| CoreError::internal(format!("`{}` answered invalid JSON: {e}", flight.op)))?;
-        let changes = match answer.get("changes") {
-            Some(c) => serde_json::from_value(c.clone())
+        // The changes go to the host; the machine reads the rest of the answer.
+        let changes = match answer.as_object_mut().and_then(|a| a.remove("changes")) {
+            Some(c) => serde_json::from_value(c)
                 .map_err(|e| CoreError::internal(format!("`{}` answered invalid changes: {e}", flight.op)))?,
             None => Vec::new(),
         };
