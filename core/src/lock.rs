@@ -226,7 +226,6 @@ fn held_error(cell: &Cell, lock: &LockRecord) -> CoreError {
     .with("lock", lock.to_value())
 }
 
-/// A fresh lock for `holder` at `epoch`, with the changes that store it and the new highest epoch.
 /// The text of `epoch.json` recording `epoch`: what [`to_file_json`] makes of `{"epoch": epoch}`, written
 /// directly (every grant writes it).
 fn epoch_file(epoch: u64) -> String {
@@ -238,6 +237,7 @@ fn epoch_file(epoch: u64) -> String {
     text
 }
 
+/// A fresh lock for `holder` at `epoch`, with the changes that store it and the new highest epoch.
 fn grant(
     holder: &str,
     ttl_ms: u64,

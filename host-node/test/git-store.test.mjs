@@ -434,3 +434,16 @@ test('the native CLI and this package share a git store: locks and receipts eith
   );
   await store.close();
 });
+
+test('a relative remote is a path from the store\'s directory, as for the CLI; a NUL in the remote is refused', async () => {
+  const { root, bare, run } = fresh();
+  // `remote.git` relative to `root`, the store's cwd (git itself runs in the working clone).
+  const store = openStore('git:remote.git', { cwd: root });
+  const lease = await acquireLease(store, { env: 'preview', scope: 'pr-rel', ttlMs: 60_000 });
+  await lease.release();
+  assert.ok(run('for-each-ref', '--format=%(refname)').includes(`${PREFIX}/preview/pr-rel`), `the ref is on ${bare}`);
+  await assert.rejects(
+    async () => acquireLease(openStore('git:/x\0y', { cwd: root }), { env: 'preview', scope: 'pr-nul', ttlMs: 60_000 }),
+    (e) => e instanceof BatonError && e.code === 'USAGE' && /NUL/.test(e.message),
+  );
+});

@@ -38,8 +38,9 @@ fn register(dir: &Path) {
     LIVE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(dir.to_owned());
 }
 
-/// The name of the store's remote in the clone's config (see [`Repo::create`]).
-const ORIGIN: &str = "origin";
+/// The name of the store's remote in the clone's config (see [`Repo::create`]; not `origin`, which a user's global
+/// config may already name).
+const REMOTE: &str = "baton";
 
 /// `text` as the inside of a double-quoted git config value.
 fn config_quote(text: &str) -> String {
@@ -120,7 +121,7 @@ impl Repo {
             return Err(HostError::internal(format!("git init failed: {}", ran.stderr.trim())));
         }
         let path = repo.dir.join("config");
-        let config = format!("\n[remote \"{ORIGIN}\"]\n\turl = \"{}\"\n{extra_config}", config_quote(remote));
+        let config = format!("\n[remote \"{REMOTE}\"]\n\turl = \"{}\"\n{extra_config}", config_quote(remote));
         let appended =
             std::fs::OpenOptions::new().append(true).open(&path).and_then(|mut f| f.write_all(config.as_bytes()));
         appended.map_err(|e| HostError::io(format!("cannot write {}", path.display()), &e))?;
@@ -218,7 +219,7 @@ impl Repo {
     /// `git fetch` of `refspecs` from the remote (shallow). On success the first fetched commit is in
     /// `FETCH_HEAD`; see [`Self::fetch_head`].
     pub(super) fn fetch(&self, refspecs: &[String]) -> Result<Ran, HostError> {
-        let mut args = vec!["fetch", "-q", "--no-tags", "--depth=1", ORIGIN];
+        let mut args = vec!["fetch", "-q", "--no-tags", "--depth=1", REMOTE];
         args.extend(refspecs.iter().map(String::as_str));
         self.run(&args, None)
     }
@@ -264,7 +265,7 @@ impl Repo {
     pub(super) fn push(&self, commit: &str, reference: &str, expected: Option<&str>) -> Result<Ran, HostError> {
         let lease = format!("--force-with-lease={reference}:{}", expected.unwrap_or_default());
         let refspec = format!("{commit}:{reference}");
-        let mut ran = self.run(&["push", "-q", "--no-verify", &lease, ORIGIN, &refspec], None)?;
+        let mut ran = self.run(&["push", "-q", "--no-verify", &lease, REMOTE, &refspec], None)?;
         let out = String::from_utf8_lossy(&ran.stdout).into_owned();
         ran.stderr = format!("{out}{}", ran.stderr);
         Ok(ran)
@@ -272,7 +273,7 @@ impl Repo {
 
     /// `git ls-remote <the remote> pattern`: `(oid, ref)` pairs, or the failed run.
     pub(super) fn ls_remote(&self, pattern: &str) -> Result<Result<Vec<(String, String)>, Ran>, HostError> {
-        let ran = self.run(&["ls-remote", ORIGIN, pattern], None)?;
+        let ran = self.run(&["ls-remote", REMOTE, pattern], None)?;
         if !ran.ok {
             return Ok(Err(ran));
         }
