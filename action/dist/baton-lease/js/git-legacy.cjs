@@ -22,7 +22,7 @@ const LOCAL = 'refs/baton-legacy';
  * run otherwise (`{code, stderr}`), for the caller to classify.
  */
 async function fetchLegacy(clone) {
-  const r = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', `+${BRANCH}:${LOCAL}`]);
+  const r = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'baton', `+${BRANCH}:${LOCAL}`]);
   if (r.code === 0) return true;
   if (r.stderr.includes("couldn't find remote ref")) return false;
   return r;

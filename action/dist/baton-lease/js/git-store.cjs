@@ -124,6 +124,21 @@ function track(dir) {
 }
 
 /** `text` inside the double quotes of a git config value or subsection name (`\\` and `"` escaped). */
+/** The name of the store's remote in the working clone's config. */
+const REMOTE = 'baton';
+
+/**
+ * Whether git reads `remote` as a local path (git's rule: no `://`, and no `:` before the first `/`, which
+ * would make it `host:path`).
+ * @param {string} remote
+ */
+function localPath(remote) {
+  if (remote.includes('://')) return false;
+  const colon = remote.indexOf(':');
+  const slash = remote.indexOf('/');
+  return colon === -1 || (slash !== -1 && slash < colon);
+}
+
 function configQuote(text) {
   return text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
 }
@@ -207,6 +222,7 @@ class GitStore extends CellStore {
     this.prefix = spec.prefix;
     /** The time limit of one operation, retries included, in milliseconds (BATON_STORE_BUDGET_MS). */
     this.budgetMs = spec.budgetMs;
+    if (spec.remote.includes('\0')) throw hostError('USAGE', 'a git store remote cannot contain a NUL character');
     this.#remote = spec.remote;
     this.#cwd = cwd;
   }
@@ -250,7 +266,7 @@ class GitStore extends CellStore {
   }
 
   /**
-   * Creates the working clone on first use: a 0700 temp dir, a bare `git init`, `remote add origin`, and
+   * Creates the working clone on first use: a 0700 temp dir, a bare `git init`, the remote as `baton` in its config, and
    * the `http.<url>.extraheader` settings of the repository at `cwd` (how CI checkouts such as
    * actions/checkout authenticate), written to the clone's config, never on a command line.
    */
@@ -283,10 +299,13 @@ class GitStore extends CellStore {
       const r = await this.#git(dir, ['init', '-q', '--bare', '--template=', '.']);
       if (r.timedOut) throw this.#timedOut(false, 'the working clone', '');
       if (r.code !== 0) throw hostError('INTERNAL', `git init failed: ${lastLine(r.stderr)}`);
-      // The remote is `origin` in the clone's own config (off every command line), written with the
-      // inherited authentication as `git remote add` would write its URL, without a process of its own.
+      // The remote is `baton` in the clone's own config (off git's command line; not `origin`, which a
+      // user's global config may already name), written with the inherited authentication as `git remote
+      // add` would write its URL, without a process of its own. git runs in the clone, so a local path is
+      // made absolute against the store's directory first (the native store runs git there).
       const extra = await inheritedAuthConfig(this.#cwd);
-      await fs.appendFile(path.join(dir, 'config'), `\n[remote "origin"]\n\turl = "${configQuote(this.#remote)}"\n${extra}`);
+      const url = configQuote(localPath(this.#remote) ? path.resolve(this.#cwd, this.#remote) : this.#remote);
+      await fs.appendFile(path.join(dir, 'config'), `\n[remote "${REMOTE}"]\n\turl = "${url}"\n${extra}`);
     } catch (e) {
       liveClones.delete(dir);
       await fs.rm(dir, { recursive: true, force: true }).catch(() => {});
@@ -335,7 +354,7 @@ class GitStore extends CellStore {
   async #fetch(clone, ref) {
     let tip;
     for (let attempts = 1; ; attempts += 1) {
-      const r = await this.#git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ref]);
+      const r = await this.#git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', REMOTE, ref]);
       if (r.code === 0 && !r.timedOut) {
         const head = await fs.readFile(path.join(clone, 'FETCH_HEAD'), 'utf8').catch(() => '');
         tip = head.split(/\s/)[0];
@@ -419,7 +438,7 @@ class GitStore extends CellStore {
    */
   async #push(clone, commit, ref, expected) {
     const lease = `--force-with-lease=${ref}:${expected ?? ''}`;
-    const r = await this.#git(clone, ['push', '-q', '--no-verify', lease, 'origin', `${commit}:${ref}`]);
+    const r = await this.#git(clone, ['push', '-q', '--no-verify', lease, REMOTE, `${commit}:${ref}`]);
     return { code: r.code, stderr: `${r.stdout.toString('utf8')}${r.stderr}`, timedOut: r.timedOut };
   }
 
@@ -630,7 +649,7 @@ class GitStore extends CellStore {
     const clone = await this.#workdir();
     let failures = 0;
     for (let attempt = 1; ; attempt += 1) {
-      const r = await this.#git(clone, ['ls-remote', 'origin', `${base}*`]);
+      const r = await this.#git(clone, ['ls-remote', REMOTE, `${base}*`]);
       if (r.code !== 0 || r.timedOut) {
         failures += 1;
         await this.#readFailed(r, 'the list of scopes', base, failures);
@@ -647,7 +666,7 @@ class GitStore extends CellStore {
       const shared = this.prefix === legacy.SHARED_PREFIX;
       if (cells.length === 0 && !shared) return [];
       const refspecs = cells.map((c, i) => `+${base}${c.name}:refs/baton-list/${i}`);
-      const f = refspecs.length === 0 ? { code: 0, timedOut: false } : await this.#git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'origin', ...refspecs]);
+      const f = refspecs.length === 0 ? { code: 0, timedOut: false } : await this.#git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', REMOTE, ...refspecs]);
       if (f.code !== 0 || f.timedOut) {
         // A ref deleted between ls-remote and fetch: ask again (3 attempts in all).
         if (!f.timedOut && /couldn't find remote ref/i.test(f.stderr) && attempt < 3) continue;
