@@ -274,7 +274,7 @@ async function race(root, n) {
     const child = spawn(process.execPath, ['-e', script, root, `p${i}`, String(startAt)], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
-    return once(child, 'exit').then(([code]) => {
+    return once(child, 'close').then(([code]) => {
       assert.equal(code, 0);
       return JSON.parse(out);
     });

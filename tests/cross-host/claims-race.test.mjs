@@ -44,7 +44,7 @@ function cliRun(store, dir, scope) {
   });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
-  return once(child, 'exit').then(([status]) => ({ who: scope, status, stderr }));
+  return once(child, 'close').then(([status]) => ({ who: scope, status, stderr }));
 }
 
 /** A Node process running `withLease` in `scope` with the same steps; resolves `{who, status, stderr}`. */
@@ -66,7 +66,7 @@ function nodeRun(store, dir, scope) {
   const child = spawn(process.execPath, ['-e', script], { env: { ...process.env, ...store.env }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
-  return once(child, 'exit').then(([status]) => ({ who: scope, status, stderr }));
+  return once(child, 'close').then(([status]) => ({ who: scope, status, stderr }));
 }
 
 /** The ledger of `scope` as `baton ledger list` prints it (`owns<TAB>createdBy<TAB>adapter<TAB>key<TAB>id`). */

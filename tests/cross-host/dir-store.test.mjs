@@ -21,11 +21,20 @@ const fresh = () => realpathSync(mkdtempSync(path.join(os.tmpdir(), 'baton-xhost
 function cli(root, args, env = {}) {
   const child = spawn(bin, ['lock', ...args, '--store', `dir:${root}`, '--env', cell.env, '--scope', cell.scope, '--json'], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'ignore'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
+  let err = '';
   child.stdout.on('data', (d) => (out += d));
-  return once(child, 'exit').then(([status]) => ({ status, envelope: JSON.parse(out) }));
+  child.stderr.on('data', (d) => (err += d));
+  return once(child, 'close').then(([status, signal]) => {
+    try {
+      return { status, envelope: JSON.parse(out) };
+    } catch {
+      // --json always prints an envelope: say what the process did instead.
+      throw new Error(`baton lock ${args.join(' ')} printed no envelope (exit ${status}, signal ${signal}): stdout ${JSON.stringify(out)}, stderr ${JSON.stringify(err)}`);
+    }
+  });
 }
 
 /** One Node process running acquireLock at `startAt`; resolves to `{ok: grant}` or `{code, details}`. */
@@ -38,7 +47,7 @@ function nodeAcquire(root, holder, startAt) {
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
-  return once(child, 'exit').then(() => JSON.parse(out));
+  return once(child, 'close').then(() => JSON.parse(out));
 }
 
 test('Node and the native CLI read and release each other\'s locks', async () => {

@@ -43,7 +43,7 @@ function batonRun(scope, flags, script) {
   let err = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (err += d));
-  const done = once(child, 'exit').then(([status]) => ({ status, envelope: out ? JSON.parse(out) : null, stderr: err }));
+  const done = once(child, 'close').then(([status]) => ({ status, envelope: out ? JSON.parse(out) : null, stderr: err }));
   return { child, done, stderr: () => err };
 }
 

@@ -25,7 +25,7 @@ function batonRun(root, flags, script) {
   let err = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (err += d));
-  const done = once(child, 'exit').then(([status]) => ({ status, envelope: out ? JSON.parse(out) : null, stderr: err }));
+  const done = once(child, 'close').then(([status]) => ({ status, envelope: out ? JSON.parse(out) : null, stderr: err }));
   return { child, done };
 }
 
