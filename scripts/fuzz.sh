@@ -107,8 +107,9 @@ fi
 # 3. Executions per target.
 printf '\n%-14s %26s %26s\n' target "stable route (executions)" "libFuzzer (executions)" >&2
 for t in $targets; do
-  stable=$(sed -n "s/^fuzz_corpus: $t .* = \([0-9]*\) executions$/\1/p" "$logs/stable-$t.log" 2>/dev/null | head -n 1)
-  lf=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)$/\1/p' "$logs/libfuzzer-$t.log" 2>/dev/null | tail -n 1)
+  # `|| true`: a step not in this run left no log, and sed's failure must not end the script (pipefail).
+  stable=$(sed -n "s/^fuzz_corpus: $t .* = \([0-9]*\) executions$/\1/p" "$logs/stable-$t.log" 2>/dev/null | head -n 1 || true)
+  lf=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)$/\1/p' "$logs/libfuzzer-$t.log" 2>/dev/null | tail -n 1 || true)
   if [[ $steps != *" run "* ]]; then lf="not in this run"; else lf="${lf:-FAILED} in ${seconds} s"; fi
   [[ $steps == *" stable "* ]] || stable="not in this run"
   printf '%-14s %26s %26s\n' "$t" "${stable:-FAILED}" "$lf" >&2
