@@ -45,7 +45,7 @@ trap '[ -z "$builder" ] || kill "$builder" 2>/dev/null; rm -rf "$logs"' EXIT
 failed=0
 
 # Building the libFuzzer targets (fuzz/target, a build of its own) runs beside the stable route: the route's
-# mutations run on one thread, the build takes the other core (about 60 s less on 2 cores).
+# mutations run on one thread (18 s once built), the build takes the other core.
 build_targets() {
   if ! "$TOOLS/bin/cargo-fuzz" --version 2>/dev/null | grep -qx "cargo-fuzz $CARGO_FUZZ_VERSION"; then
     echo "fuzz: installing cargo-fuzz $CARGO_FUZZ_VERSION into $TOOLS (about 30 s, once)" >&2

@@ -41,7 +41,8 @@ step "cargo test: build (the workspace's crates built through clippy: -D warning
 # build, baton-node's build and tests, clippy on wasm32) run in the background at the lowest CPU priority
 # (nice 19), while the foreground tests wait on processes, git and etcd: the waiting tests keep the CPU
 # whenever they want it (a nice-19 process gets about 1.5% of a core against a nice-0 one), the background
-# takes the rest (about 300 s less on 2 cores). Their output is printed when they are joined. libFuzzer's
+# takes the rest. The foreground is busier than it looks (cross-host: 190 s of CPU in 120 s), so the gain is
+# what it leaves: about 120 s in a cold run here. Their output is printed when they are joined. libFuzzer's
 # timed runs (5 s per target) are not among them: they run after the join, with the machine to themselves.
 background_log=$(mktemp "${TMPDIR:-/tmp}/baton-test-background.XXXXXX")
 background_steps() {
