@@ -16,7 +16,10 @@
 # a crash leaves its input in fuzz/artifacts/<target>/ (fix it, then add the input to fuzz/corpus/<target>/).
 #
 # Environment: BATON_FUZZ_SECONDS (libFuzzer seconds per target), BATON_FUZZ_CASES (stable-route mutations per
-# target), BATON_FUZZ_TARGETS ("names invoke_any": only these), BATON_FUZZ_ENGINE=stable (skip libFuzzer).
+# target), BATON_FUZZ_TARGETS ("names invoke_any": only these), BATON_FUZZ_ENGINE=stable (skip libFuzzer),
+# BATON_FUZZ_STEPS (default "stable build run": the stable route, building the libFuzzer targets, running
+# them; scripts/test.sh runs "stable build" in the background while the Node tests wait on processes, then
+# "run" on its own, so the timed libFuzzer runs have the machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -32,32 +35,52 @@ esac
 # Every [[bin]] of fuzz/Cargo.toml is a target.
 all_targets=$(awk '/^\[\[bin\]\]/ {bin = 1; next} bin && /^name = / {gsub(/name = |"/, ""); print; bin = 0}' fuzz/Cargo.toml)
 targets="${BATON_FUZZ_TARGETS:-$all_targets}"
+steps=" ${BATON_FUZZ_STEPS:-stable build run} "
+engine="${BATON_FUZZ_ENGINE:-libfuzzer}"
+[ "$engine" != stable ] || steps=${steps//" build "/ }
+[ "$engine" != stable ] || steps=${steps//" run "/ }
 logs=$(mktemp -d "${TMPDIR:-/tmp}/baton-fuzz.XXXXXX")
-trap 'rm -rf "$logs"' EXIT
+builder=
+trap '[ -z "$builder" ] || kill "$builder" 2>/dev/null; rm -rf "$logs"' EXIT
 failed=0
 
-# 1. The stable route.
-echo "fuzz: stable route, corpus + $cases mutations per target (release build)" >&2
-for t in $targets; do
-  if ! BATON_FUZZ_CASES="$cases" BATON_FUZZ_TARGET="$t" \
-    cargo test --release -q -p baton-core --test fuzz_corpus -- --nocapture every_target_over \
-    >"$logs/stable-$t.log" 2>&1; then
-    cat "$logs/stable-$t.log" >&2
-    echo "fuzz: the stable route FAILED for $t" >&2
-    failed=1
-  fi
-done
-
-# 2. libFuzzer.
-engine="${BATON_FUZZ_ENGINE:-libfuzzer}"
-if [ "$engine" != stable ]; then
+# Building the libFuzzer targets (fuzz/target, a build of its own) runs beside the stable route: the route's
+# mutations run on one thread (18 s once built), the build takes the other core.
+build_targets() {
   if ! "$TOOLS/bin/cargo-fuzz" --version 2>/dev/null | grep -qx "cargo-fuzz $CARGO_FUZZ_VERSION"; then
     echo "fuzz: installing cargo-fuzz $CARGO_FUZZ_VERSION into $TOOLS (about 30 s, once)" >&2
     cargo install -q cargo-fuzz --version "=$CARGO_FUZZ_VERSION" --locked --root "$TOOLS"
   fi
-  echo "fuzz: libFuzzer, $seconds s per target" >&2
   (cd fuzz && RUSTC_BOOTSTRAP=1 "$TOOLS/bin/cargo-fuzz" build -s none >"$logs/build.log" 2>&1) ||
-    { cat "$logs/build.log" >&2; echo "fuzz: building the fuzz targets FAILED" >&2; exit 1; }
+    { cat "$logs/build.log" >&2; echo "fuzz: building the fuzz targets FAILED" >&2; return 1; }
+}
+if [[ $steps == *" build "* ]]; then
+  build_targets & builder=$!
+fi
+
+# 1. The stable route.
+if [[ $steps == *" stable "* ]]; then
+  echo "fuzz: stable route, corpus + $cases mutations per target (release build)" >&2
+  for t in $targets; do
+    if ! BATON_FUZZ_CASES="$cases" BATON_FUZZ_TARGET="$t" \
+      cargo test --release -q -p baton-core --test fuzz_corpus -- --nocapture every_target_over \
+      >"$logs/stable-$t.log" 2>&1; then
+      cat "$logs/stable-$t.log" >&2
+      echo "fuzz: the stable route FAILED for $t" >&2
+      failed=1
+    fi
+  done
+fi
+
+if [ -n "$builder" ]; then
+  wait "$builder" || exit 1
+  builder=
+fi
+
+# 2. libFuzzer.
+if [[ $steps == *" run "* ]]; then
+  build_targets || exit 1 # nothing to do when the build step ran before
+  echo "fuzz: libFuzzer, $seconds s per target" >&2
   # Two targets at a time (the machines CI runs on have two cores; each libFuzzer run uses one).
   libfuzz() {
     local t=$1
@@ -84,9 +107,11 @@ fi
 # 3. Executions per target.
 printf '\n%-14s %26s %26s\n' target "stable route (executions)" "libFuzzer (executions)" >&2
 for t in $targets; do
-  stable=$(sed -n "s/^fuzz_corpus: $t .* = \([0-9]*\) executions$/\1/p" "$logs/stable-$t.log" 2>/dev/null | head -n 1)
-  lf=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)$/\1/p' "$logs/libfuzzer-$t.log" 2>/dev/null | tail -n 1)
-  if [ "$engine" = stable ]; then lf=skipped; else lf="${lf:-FAILED} in ${seconds} s"; fi
+  # `|| true`: a step not in this run left no log, and sed's failure must not end the script (pipefail).
+  stable=$(sed -n "s/^fuzz_corpus: $t .* = \([0-9]*\) executions$/\1/p" "$logs/stable-$t.log" 2>/dev/null | head -n 1 || true)
+  lf=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\)$/\1/p' "$logs/libfuzzer-$t.log" 2>/dev/null | tail -n 1 || true)
+  if [[ $steps != *" run "* ]]; then lf="not in this run"; else lf="${lf:-FAILED} in ${seconds} s"; fi
+  [[ $steps == *" stable "* ]] || stable="not in this run"
   printf '%-14s %26s %26s\n' "$t" "${stable:-FAILED}" "$lf" >&2
 done
 if [ "$failed" != 0 ]; then
