@@ -46,16 +46,7 @@ impl Cell {
 
     /// Applies a change set to this snapshot, as a store commits it (fakes, simulations, tests).
     pub fn apply(&mut self, changes: &[Change]) {
-        for change in changes {
-            match change {
-                Change::Write { file, content } => {
-                    self.files.insert(file.clone(), content.clone());
-                }
-                Change::Delete { file } => {
-                    self.files.remove(file);
-                }
-            }
-        }
+        self.apply_owned(changes.to_vec());
     }
 
     /// [`Self::apply`], moving the contents in instead of copying them.

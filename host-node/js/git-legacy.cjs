@@ -6,7 +6,7 @@
  * respected, a receipt found only there is read), and the first commit of the cell's own ref is seeded with
  * them. The branch itself is never written. The same as host-native/src/store/git/legacy.rs.
  */
-const { git } = require('./git-run.cjs');
+const { git, REMOTE } = require('./git-run.cjs');
 const { call } = require('./core.cjs');
 
 /** The ref prefix the original tool uses; only a store with this prefix reads the legacy branch. */
@@ -22,7 +22,7 @@ const LOCAL = 'refs/baton-legacy';
  * run otherwise (`{code, stderr}`), for the caller to classify.
  */
 async function fetchLegacy(clone) {
-  const r = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', 'baton', `+${BRANCH}:${LOCAL}`]);
+  const r = await git(clone, ['-c', 'gc.auto=0', 'fetch', '-q', '--no-tags', '--depth=1', REMOTE, `+${BRANCH}:${LOCAL}`]);
   if (r.code === 0) return true;
   if (r.stderr.includes("couldn't find remote ref")) return false;
   return r;

@@ -132,7 +132,10 @@ fn written(receipt: &Receipt, warnings: Vec<String>, facts: Map<String, Value>) 
         Change::Write { content, .. } => Some(content.as_str()),
         Change::Delete { .. } => None,
     });
-    let text = stored.map_or_else(|| serde_json::to_string(receipt).unwrap_or_default(), crate::cell::compact_json);
+    let text = match stored {
+        Some(pretty) => crate::cell::compact_json(pretty),
+        None => serde_json::to_string(receipt).map_err(|e| CoreError::internal(e.to_string()))?,
+    };
     Ok(Written { changes, receipt: text, warnings, facts })
 }
 

@@ -102,4 +102,8 @@ function git(cwd, args, { input, env, timeoutMs } = {}) {
   });
 }
 
-module.exports = { git, gitEnv, CONFIG };
+/** The name of a git store's remote in its working clone's config (not `origin`, which a user's global config
+ * may already name). */
+const REMOTE = 'baton';
+
+module.exports = { git, gitEnv, CONFIG, REMOTE };

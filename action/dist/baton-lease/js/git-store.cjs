@@ -34,7 +34,7 @@ const { BatonError } = require('./errors.cjs');
 const { call, hostError } = require('./core.cjs');
 const { repoRoot } = require('./git.cjs');
 const { CellStore } = require('./cell-store.cjs');
-const { git } = require('./git-run.cjs');
+const { git, REMOTE } = require('./git-run.cjs');
 const legacy = require('./git-legacy.cjs');
 const { startTime, ownStart } = require('./process.cjs');
 
@@ -124,9 +124,6 @@ function track(dir) {
 }
 
 /** `text` inside the double quotes of a git config value or subsection name (`\\` and `"` escaped). */
-/** The name of the store's remote in the working clone's config. */
-const REMOTE = 'baton';
-
 /**
  * Whether git reads `remote` as a local path (git's rule: no `://`, and no `:` before the first `/`, which
  * would make it `host:path`).

@@ -86,7 +86,7 @@ pub(super) struct Repo {
 
 impl Repo {
     /// Creates a fresh clone directory (mode 0700) under the temp dir, named `name(random)` (the core's
-    /// `git-clone-name`), and initialises it by `deadline` with `remote` as its `origin` and `extra_config`
+    /// `git-clone-name`), and initialises it by `deadline` with `remote` as its remote [`REMOTE`] and `extra_config`
     /// (git config text) in its own config file: the remote URL, which may carry credentials, is never on a
     /// command line, where any user of the machine could read it (`ps`, `/proc/<pid>/cmdline`). `env` is
     /// the core's `git-env`.
